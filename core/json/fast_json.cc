@@ -1,0 +1,26 @@
+#include "core/json/fast_json.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace phalanx::json {
+
+Result<simdjson::ondemand::document*> FastJsonParser::Iterate(std::string_view text) {
+  // Reuse the padded buffer when it is large enough: the hot path allocates nothing
+  // once warmed up.
+  if (buffer_.size() < text.size() || buffer_.size() > 4 * text.size() + 4096) {
+    buffer_ = simdjson::padded_string(text.size());
+  }
+  std::memcpy(buffer_.data(), text.data(), text.size());
+  simdjson::padded_string_view view(buffer_.data(), text.size(), buffer_.size() + simdjson::SIMDJSON_PADDING);
+  auto err = parser_.iterate(view).get(doc_);
+  if (err) return SimdjsonError(err, "malformed JSON");
+  return &doc_;
+}
+
+Status SimdjsonError(simdjson::error_code code, std::string_view context) {
+  return InvalidArgumentError(fmt::format("{}: {}", context, simdjson::error_message(code)));
+}
+
+}  // namespace phalanx::json
