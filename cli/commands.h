@@ -1,0 +1,10 @@
+// Every subcommand's registration function; main.cc calls each once.
+#pragma once
+
+#include "cli/command_registry.h"
+
+namespace phalanx::cli {
+
+void RegisterVersionCommand(CommandRegistry& registry);
+
+}  // namespace phalanx::cli

@@ -1,0 +1,8 @@
+// phalanx: the user CLI. Subcommands register themselves (cli/commands.h).
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  phalanx::cli::CommandRegistry registry;
+  phalanx::cli::RegisterVersionCommand(registry);
+  return registry.Run(argc, argv);
+}
