@@ -6,5 +6,6 @@
 namespace phalanx::cli {
 
 void RegisterVersionCommand(CommandRegistry& registry);
+void RegisterTopologyCommand(CommandRegistry& registry);
 
 }  // namespace phalanx::cli

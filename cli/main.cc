@@ -4,5 +4,6 @@
 int main(int argc, char** argv) {
   phalanx::cli::CommandRegistry registry;
   phalanx::cli::RegisterVersionCommand(registry);
+  phalanx::cli::RegisterTopologyCommand(registry);
   return registry.Run(argc, argv);
 }

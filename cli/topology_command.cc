@@ -1,0 +1,109 @@
+// `phalanx topology`: a node's GPU topology as a table like `nvidia-smi topo -m`, plus MIG
+// slices and the best GPU set for each request size (the device plugin's choice).
+// Source: a `phalanx.io/gpu-topology` annotation document (--file, "-" = stdin), e.g.
+//   kubectl get node gpu-1 -o jsonpath='{.metadata.annotations.phalanx\.io/gpu-topology}' | phalanx topology --file -
+// (Reading this machine through NVML arrives with the device plugin: --nvml-library.)
+#include <bit>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/placement/device_set.h"
+#include "core/topology/render_matrix.h"
+#include "core/topology/topology_codec.h"
+
+namespace phalanx::cli {
+namespace {
+
+struct TopologyFlags {
+  std::string file;
+  bool json = false;
+};
+
+Result<std::string> ReadInput(const std::string& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("cannot open {}", path));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// TODO(lead): move to core/placement once its module settles (the extender needs it too).
+placement::BandwidthMatrix BandwidthFromTopology(const topology::NodeTopology& node) {
+  const int n = static_cast<int>(node.gpus.size());
+  placement::BandwidthMatrix bw(n);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) bw.Set(i, j, node.Bandwidth(i, j));
+  return bw;
+}
+
+// For k = 1..N: the set the device plugin would pick on an idle node and its ring speed.
+std::string RenderBestSets(const topology::NodeTopology& node) {
+  placement::BandwidthMatrix bw = BandwidthFromTopology(node);
+  const int n = bw.size();
+  // Whole-GPU requests can use healthy GPUs that are not partitioned into MIG slices.
+  placement::GpuMask whole = 0;
+  for (int i = 0; i < n; ++i) {
+    const topology::Gpu& gpu = node.gpus[static_cast<size_t>(i)];
+    if (!gpu.mig_enabled && gpu.health == topology::Health::kHealthy) whole |= placement::GpuMask{1} << i;
+  }
+  const int usable = std::popcount(whole);
+  std::string out = fmt::format(
+      "Best whole-GPU sets on an idle node ({} of {} GPUs usable; ring all-reduce bottleneck):\n", usable, n);
+  for (int k = 1; k <= usable; ++k) {
+    auto choice = placement::ChooseDeviceSet(bw, {.count = k, .available = whole});
+    if (!choice.ok()) {
+      out += fmt::format("  {:>2} GPUs: {}\n", k, choice.status().ToString());
+      continue;
+    }
+    std::string ring = k == 1 ? "-" : fmt::format("{:g} GB/s", choice->ring_bandwidth_gbps);
+    out += fmt::format("  {:>2} GPUs: [{}]  ring {}\n", k, fmt::join(choice->gpus, ","), ring);
+  }
+  return out;
+}
+
+int RunTopology(const TopologyFlags& flags) {
+  auto text = ReadInput(flags.file);
+  if (!text.ok()) {
+    std::cerr << "phalanx topology: " << text.status().message() << "\n";
+    return 1;
+  }
+  auto node = topology::DecodeTopology(*text);
+  if (!node.ok()) {
+    std::cerr << "phalanx topology: " << flags.file << ": " << node.status().message() << "\n";
+    return 1;
+  }
+  if (flags.json) {
+    std::cout << *topology::EncodeTopology(*node) << "\n";
+    return 0;
+  }
+  std::cout << topology::RenderMatrix(*node) << "\n" << RenderBestSets(*node);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterTopologyCommand(CommandRegistry& registry) {
+  auto flags = std::make_shared<TopologyFlags>();
+  registry.Add({
+      .name = "topology",
+      .description = "Show a node's GPU topology (links, NUMA, MIG) and the best GPU sets",
+      .configure =
+          [flags](CLI::App& app) {
+            app.add_option("--file", flags->file,
+                           "A phalanx.io/gpu-topology annotation document ('-' reads stdin)")
+                ->required();
+            app.add_flag("--json", flags->json, "Print the validated document as JSON instead of tables");
+          },
+      .run = [flags] { return RunTopology(*flags); },
+  });
+}
+
+}  // namespace phalanx::cli
