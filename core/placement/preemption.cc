@@ -1,0 +1,229 @@
+#include "core/placement/preemption.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/placement/free_view.h"
+#include "core/placement/gang_pack.h"
+
+namespace phalanx::placement {
+namespace {
+
+struct Candidate {
+  int index;  // into request.candidates
+  const VictimGang* gang;
+  std::vector<const PodAllocation*> pods;
+  int gpus = 0;  // whole GPUs held (shares round down)
+};
+
+// Where the preemptor must fit: a pool, or one domain of a level within a pool.
+struct Scope {
+  PoolId pool;
+  int level = -1;  // -1: the whole pool
+  DomainId domain = kNoDomain;
+  int base_members = 0;  // capacity before any eviction
+};
+
+// Member capacity gained in a scope by releasing a set of victims, tracked per node.
+class ScopeGain {
+ public:
+  ScopeGain(const FreeView& view, const Scope& scope, int g) : view_(view), scope_(scope), g_(g) {}
+
+  bool InScope(NodeIndex i) const {
+    const NodeState& n = view_.state().node(i);
+    if (n.pool != scope_.pool) return false;
+    return scope_.level < 0 || n.domains[static_cast<size_t>(scope_.level)] == scope_.domain;
+  }
+  bool Touches(const Candidate& c) const {
+    return std::any_of(c.pods.begin(), c.pods.end(), [&](const PodAllocation* p) { return InScope(p->node); });
+  }
+  void Add(const Candidate& c) {
+    for (const PodAllocation* p : c.pods) {
+      if (!InScope(p->node)) continue;
+      int milli = 0;
+      if (p->milli < kMilliPerGpu) {
+        const auto key = (static_cast<uint64_t>(p->node) << 8) | static_cast<uint64_t>(std::countr_zero(p->gpus));
+        milli = (released_milli_[key] += p->milli);
+      }
+      const GpuMask freed = FreedBy(view_.state(), *p, milli);
+      if (!freed) continue;
+      GpuMask& extra = extra_[p->node];
+      const GpuMask base = view_.Free(p->node);
+      const int before = std::popcount(base | extra) / g_;
+      extra |= freed;
+      members_ += std::popcount(base | extra) / g_ - before;
+    }
+  }
+  int members() const { return members_; }
+
+ private:
+  const FreeView& view_;
+  const Scope& scope_;
+  int g_;
+  int members_ = 0;
+  std::unordered_map<NodeIndex, GpuMask> extra_;
+  std::unordered_map<uint64_t, int> released_milli_;
+};
+
+int GainOf(const FreeView& view, const Scope& scope, int g, const std::vector<const Candidate*>& set) {
+  ScopeGain gain(view, scope, g);
+  for (const Candidate* c : set) gain.Add(*c);
+  return gain.members();
+}
+
+// Lower is better: highest tier evicted, lost work, GPUs, victims.
+auto SetRank(const std::vector<const Candidate*>& set) {
+  int top = std::numeric_limits<int>::min(), gpus = 0;
+  double risk = 0;
+  for (const Candidate* c : set) {
+    top = std::max(top, c->gang->priority);
+    risk += c->gang->gpu_seconds_at_risk;
+    gpus += c->gpus;
+  }
+  return std::make_tuple(top, risk, gpus, set.size());
+}
+
+}  // namespace
+
+std::string NoVictimSet::Message() const {
+  switch (reason) {
+    case NoVictimReason::kNoLowerPriorityVictims:
+      return "no lower-priority gang holds GPUs the preemptor could use";
+    case NoVictimReason::kEvenAllVictimsTooFew:
+      return even_with_all ? "even evicting every lower-priority gang: " + even_with_all->Message()
+                           : "even evicting every lower-priority gang the preemptor does not fit";
+  }
+  return "no victim set helps";
+}
+
+Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const PreemptionRequest& req) {
+  const GangSpec& spec = req.preemptor;
+  PlanOptions base_opts;
+  base_opts.own_plan = req.own_plan;
+  PHX_ASSIGN_OR_RETURN(GangPlanResult base, PlanGang(state, spec, base_opts));
+  PreemptionResult result;
+  if (base.fits()) {
+    result.decision = PreemptionDecision{};
+    result.decision->plan = std::move(*base.plan);
+    return result;
+  }
+
+  // Strictly lower tiers that hold something, ranked (tier, lost work, size).
+  std::vector<Candidate> cands;
+  for (size_t i = 0; i < req.candidates.size(); ++i) {
+    const VictimGang& v = req.candidates[i];
+    if (v.priority >= req.priority) continue;
+    Candidate c{static_cast<int>(i), &v, {}, 0};
+    for (const PodUid& uid : v.pods) {
+      if (const PodAllocation* p = state.FindPod(uid)) {
+        c.pods.push_back(p);
+        c.gpus += p->milli >= kMilliPerGpu ? std::popcount(p->gpus) : 0;
+      }
+    }
+    if (!c.pods.empty()) cands.push_back(std::move(c));
+  }
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    return std::make_tuple(a.gang->priority, a.gang->gpu_seconds_at_risk, a.gpus, a.gang->key) <
+           std::make_tuple(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
+  });
+  if (static_cast<int>(cands.size()) > req.limits.max_candidates) {
+    cands.resize(static_cast<size_t>(std::max(req.limits.max_candidates, 0)));
+  }
+  if (cands.empty()) {
+    result.none = NoVictimSet{NoVictimReason::kNoLowerPriorityVictims, std::nullopt};
+    return result;
+  }
+
+  const FreeView view(state, req.own_plan, {});
+  const int g = spec.gpus_per_member;
+  const int level = spec.mode == TopologyMode::kRequired ? state.LevelIndex(spec.level) : -1;
+  std::vector<Scope> scopes;
+  for (PoolId p = 0; p < state.PoolCount(); ++p) {
+    if (state.pool(p).nodes.empty() || (spec.pool && state.pool(p).name != *spec.pool)) continue;
+    if (level < 0) {
+      scopes.push_back(Scope{p, -1, kNoDomain, PoolCapacity(view, p, g).members});
+      continue;
+    }
+    const DomainCapacities caps = LevelCapacities(view, level, p, g);
+    for (DomainId d = 0; d < static_cast<DomainId>(caps.present.size()); ++d) {
+      if (caps.present[static_cast<size_t>(d)]) {
+        scopes.push_back(Scope{p, level, d, caps.by_domain[static_cast<size_t>(d)].members});
+      }
+    }
+  }
+  // Closest to fitting first, so the bound cuts the least promising scopes.
+  std::stable_sort(scopes.begin(), scopes.end(),
+                   [](const Scope& a, const Scope& b) { return a.base_members > b.base_members; });
+  if (static_cast<int>(scopes.size()) > req.limits.max_scopes) {
+    scopes.resize(static_cast<size_t>(std::max(req.limits.max_scopes, 0)));
+  }
+
+  std::optional<std::vector<const Candidate*>> best_set;
+  const Scope* best_scope = nullptr;
+  for (const Scope& scope : scopes) {
+    ScopeGain gain(view, scope, g);
+    std::vector<const Candidate*> set;
+    for (const Candidate& c : cands) {
+      if (scope.base_members + gain.members() >= spec.members) break;
+      if (!gain.Touches(c)) continue;
+      gain.Add(c);
+      set.push_back(&c);
+    }
+    if (scope.base_members + gain.members() < spec.members) continue;
+    // Minimise: drop the most expensive victims first while the rest still suffice.
+    for (size_t i = set.size(); i-- > 0;) {
+      std::vector<const Candidate*> without = set;
+      without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+      if (scope.base_members + GainOf(view, scope, g, without) >= spec.members) set = std::move(without);
+    }
+    if (!best_set || SetRank(set) < SetRank(*best_set)) {
+      best_set = std::move(set);
+      best_scope = &scope;
+    }
+  }
+
+  if (!best_set) {
+    std::vector<PodUid> all;
+    for (const Candidate& c : cands)
+      for (const PodAllocation* p : c.pods) all.push_back(p->pod);
+    PlanOptions opts = base_opts;
+    opts.assume_released = all;
+    PHX_ASSIGN_OR_RETURN(GangPlanResult with_all, PlanGang(state, spec, opts));
+    NoVictimSet none{NoVictimReason::kEvenAllVictimsTooFew, with_all.no_fit};
+    result.none = std::move(none);
+    return result;
+  }
+
+  std::vector<PodUid> released;
+  PreemptionDecision decision;
+  std::vector<const Candidate*> ordered = *best_set;
+  std::sort(ordered.begin(), ordered.end(), [&](const Candidate* a, const Candidate* b) { return a < b; });
+  for (const Candidate* c : ordered) {
+    decision.victims.push_back(c->index);
+    decision.gpu_seconds_lost += c->gang->gpu_seconds_at_risk;
+    decision.gpus_freed += c->gpus;
+    decision.victims_needing_notice += c->gang->notice_seconds_needed > 0 ? 1 : 0;
+    for (const PodAllocation* p : c->pods) released.push_back(p->pod);
+  }
+  if (!ordered.empty()) decision.highest_victim_priority = std::get<0>(SetRank(ordered));
+  GangSpec scoped = spec;
+  scoped.pool = state.pool(best_scope->pool).name;
+  PlanOptions opts = base_opts;
+  opts.assume_released = released;
+  if (best_scope->level >= 0) opts.only_domain = state.domain(best_scope->level, best_scope->domain).value;
+  PHX_ASSIGN_OR_RETURN(GangPlanResult plan, PlanGang(state, scoped, opts));
+  if (!plan.fits()) {
+    return InternalError(fmt::format("preemption for {}: capacity check passed but the plan does not fit: {}",
+                                     spec.key.str(), plan.no_fit->Message()));
+  }
+  decision.plan = std::move(*plan.plan);
+  result.decision = std::move(decision);
+  return result;
+}
+
+}  // namespace phalanx::placement
