@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "core/placement/device_set.h"
+#include "core/placement/topology_bandwidth.h"
 #include "core/topology/render_matrix.h"
 #include "core/topology/topology_codec.h"
 
@@ -35,25 +36,12 @@ Result<std::string> ReadInput(const std::string& path) {
   return buf.str();
 }
 
-// TODO(lead): move to core/placement once its module settles (the extender needs it too).
-placement::BandwidthMatrix BandwidthFromTopology(const topology::NodeTopology& node) {
-  const int n = static_cast<int>(node.gpus.size());
-  placement::BandwidthMatrix bw(n);
-  for (int i = 0; i < n; ++i)
-    for (int j = i + 1; j < n; ++j) bw.Set(i, j, node.Bandwidth(i, j));
-  return bw;
-}
-
 // For k = 1..N: the set the device plugin would pick on an idle node and its ring speed.
 std::string RenderBestSets(const topology::NodeTopology& node) {
-  placement::BandwidthMatrix bw = BandwidthFromTopology(node);
+  placement::BandwidthMatrix bw = placement::BandwidthFromTopology(node);
   const int n = bw.size();
   // Whole-GPU requests can use healthy GPUs that are not partitioned into MIG slices.
-  placement::GpuMask whole = 0;
-  for (int i = 0; i < n; ++i) {
-    const topology::Gpu& gpu = node.gpus[static_cast<size_t>(i)];
-    if (!gpu.mig_enabled && gpu.health == topology::Health::kHealthy) whole |= placement::GpuMask{1} << i;
-  }
+  const placement::GpuMask whole = placement::WholeGpuMask(node);
   const int usable = std::popcount(whole);
   std::string out = fmt::format(
       "Best whole-GPU sets on an idle node ({} of {} GPUs usable; ring all-reduce bottleneck):\n", usable, n);

@@ -1,0 +1,22 @@
+#include "core/placement/topology_bandwidth.h"
+
+namespace phalanx::placement {
+
+BandwidthMatrix BandwidthFromTopology(const topology::NodeTopology& node) {
+  const int n = static_cast<int>(node.gpus.size());
+  BandwidthMatrix bw(n);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) bw.Set(i, j, node.Bandwidth(i, j));
+  return bw;
+}
+
+GpuMask WholeGpuMask(const topology::NodeTopology& node) {
+  GpuMask mask = 0;
+  for (size_t i = 0; i < node.gpus.size() && i < kMaxGpusPerNode; ++i) {
+    const topology::Gpu& gpu = node.gpus[i];
+    if (!gpu.mig_enabled && gpu.health == topology::Health::kHealthy) mask |= GpuMask{1} << i;
+  }
+  return mask;
+}
+
+}  // namespace phalanx::placement
