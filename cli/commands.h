@@ -6,6 +6,7 @@
 namespace phalanx::cli {
 
 void RegisterVersionCommand(CommandRegistry& registry);
+void RegisterExplainCommand(CommandRegistry& registry);
 void RegisterTopologyCommand(CommandRegistry& registry);
 
 }  // namespace phalanx::cli

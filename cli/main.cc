@@ -5,5 +5,6 @@ int main(int argc, char** argv) {
   phalanx::cli::CommandRegistry registry;
   phalanx::cli::RegisterVersionCommand(registry);
   phalanx::cli::RegisterTopologyCommand(registry);
+  phalanx::cli::RegisterExplainCommand(registry);
   return registry.Run(argc, argv);
 }
