@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make demo`: replay the bundled Philly slice and the synthetic gang mix on the bundled
+# 64 x 8 H100 cluster under every policy and print the comparison (computed now, not
+# canned). Usage: scripts/demo.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-build}"
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+phalanx="$build/cli/phalanx"
+if [[ ! -x "$phalanx" ]]; then
+  echo "demo: $phalanx not found; build first (make demo does)" >&2
+  exit 1
+fi
+out="${PHALANX_DEMO_OUT:-$build/demo}"
+mkdir -p "$out"
+data="$root/sim/data"
+
+echo "== Philly slice (2,000 jobs, Microsoft Philly via Pollux; see sim/data/README.md) =="
+"$phalanx" simulate --cluster "$data/demo-cluster.yaml" --trace "$data/philly-demo.csv" --trace-format philly \
+  --policy all --seed 1 --report "$out/philly-demo.json" --html "$out/philly-demo.html"
+echo
+echo "== Synthetic gang mix (400 jobs with tiers and checkpoints) =="
+"$phalanx" simulate --cluster "$data/demo-cluster.yaml" --trace "$data/gang-mix.csv" --trace-format phalanx \
+  --policy all --seed 1 --report "$out/gang-mix.json" --html "$out/gang-mix.html"
+echo
+echo "Reports: $out/{philly-demo,gang-mix}.{json,html}"

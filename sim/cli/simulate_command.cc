@@ -1,0 +1,126 @@
+#include "sim/cli/simulate_command.h"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "sim/engine/run.h"
+#include "sim/report/writers.h"
+#include "sim/trace/readers.h"
+
+namespace phalanx::sim {
+namespace {
+
+struct SimulateFlags {
+  std::string cluster;
+  std::string trace;
+  std::string format = "phalanx";
+  std::string policies = "all";
+  uint64_t seed = 1;
+  double time_scale = 1;
+  int64_t max_jobs = 0;
+  double restart_overhead = 30;
+  double head_of_line = 300;
+  std::string report;
+  std::string html;
+  bool json = false;
+  bool quiet = false;
+};
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+int RunSimulate(const SimulateFlags& f) {
+  auto cluster = LoadClusterSpec(f.cluster);
+  if (!cluster.ok()) {
+    std::cerr << "phalanx simulate: " << cluster.status().message() << "\n";
+    return 1;
+  }
+  ReaderOptions ro{.seed = f.seed, .time_scale = f.time_scale, .max_jobs = f.max_jobs};
+  auto workload = ReadTrace(f.trace, f.format, ro);
+  if (!workload.ok()) {
+    std::cerr << "phalanx simulate: " << workload.status().message() << "\n";
+    return 1;
+  }
+  auto names = ParsePolicyList(f.policies);
+  if (!names.ok()) {
+    std::cerr << "phalanx simulate: " << names.status().message() << "\n";
+    return 2;
+  }
+  RunOptions opts;
+  opts.policies = *names;
+  opts.seed = f.seed;
+  opts.policy.head_of_line_s = f.head_of_line;
+  opts.sim.restart_overhead_s = f.restart_overhead;
+  auto current = std::make_shared<std::string>();
+  const bool progress = !f.quiet && isatty(STDERR_FILENO);
+  if (progress) {
+    opts.on_policy = [current](const std::string& name) { *current = name; };
+    opts.sim.progress = [current](double frac) {
+      const int width = 30;
+      const int done = static_cast<int>(frac * width);
+      std::cerr << fmt::format("\r{:<14}[{}{}] {:3.0f}%", *current, std::string(static_cast<size_t>(done), '#'),
+                               std::string(static_cast<size_t>(width - done), ' '), frac * 100)
+                << std::flush;
+    };
+  }
+  auto report = RunSimulation(*cluster, *workload, opts);
+  if (progress) std::cerr << "\r" << std::string(60, ' ') << "\r" << std::flush;
+  if (!report.ok()) {
+    std::cerr << "phalanx simulate: " << report.status().message() << "\n";
+    return 1;
+  }
+  if (f.json) {
+    std::cout << RenderJson(*report) << "\n";
+  } else if (!f.quiet || (f.report.empty() && f.html.empty())) {
+    std::cout << RenderTable(*report);
+  }
+  if (!f.report.empty() && !WriteFile(f.report, RenderJson(*report) + "\n")) {
+    std::cerr << "phalanx simulate: cannot write " << f.report << "\n";
+    return 1;
+  }
+  if (!f.html.empty() && !WriteFile(f.html, RenderHtml(*report))) {
+    std::cerr << "phalanx simulate: cannot write " << f.html << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterSimulateCommand(cli::CommandRegistry& registry) {
+  auto flags = std::make_shared<SimulateFlags>();
+  registry.Add(cli::Command{
+      .name = "simulate",
+      .description = "replay a GPU-cluster trace through the Phalanx scheduling core and baseline policies",
+      .configure =
+          [flags](CLI::App& app) {
+            app.add_option("--cluster", flags->cluster, "cluster description (YAML, docs/cluster-description.md)")
+                ->required();
+            app.add_option("--trace", flags->trace, "workload trace (CSV)")->required();
+            app.add_option("--trace-format", flags->format, "phalanx | philly | openb")
+                ->check(CLI::IsMember({"phalanx", "philly", "openb"}));
+            app.add_option("--policy", flags->policies,
+                           "comma-separated: phalanx, k8s-default, gang-fifo, gang-binpack, or all");
+            app.add_option("--seed", flags->seed, "seed of the tier/checkpoint rule for traces without them");
+            app.add_option("--time-scale", flags->time_scale, "divide gaps between submit times by this")
+                ->check(CLI::PositiveNumber);
+            app.add_option("--max-jobs", flags->max_jobs, "replay only the first N jobs (0 = all)");
+            app.add_option("--restart-overhead", flags->restart_overhead, "seconds from preemption to re-queue");
+            app.add_option("--head-of-line", flags->head_of_line, "phalanx: head-of-line hold, seconds");
+            app.add_option("--report", flags->report, "write the JSON report to this file");
+            app.add_option("--html", flags->html, "write a self-contained HTML report to this file");
+            app.add_flag("--json", flags->json, "print the JSON report on stdout instead of the table");
+            app.add_flag("--quiet", flags->quiet, "no progress bar; no table when --report/--html are given");
+          },
+      .run = [flags] { return RunSimulate(*flags); }});
+}
+
+}  // namespace phalanx::sim

@@ -1,0 +1,150 @@
+// The discrete-event engine (docs/simulator.md, "Engine"). It owns simulated time, the
+// GPU ledger (placement::ClusterState, the extender's own accounting) and every job's
+// life: submit -> queued -> (members bound) -> running -> finished, with preemption
+// sending a job back through restart-from-checkpoint. Policies decide *what* to place
+// and *whom* to preempt through the methods below; the engine does the bookkeeping and
+// the metrics.
+//
+// Event loop: pop every event of the next instant, apply it, then (if anything changed)
+// ask the policy for one scheduling pass. Single-threaded and deterministic: the same
+// workload, cluster, policy and config give the same report (apart from wall-clock
+// throughput figures).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/placement/cluster_state.h"
+#include "core/placement/fragmentation.h"
+#include "sim/engine/event_queue.h"
+#include "sim/model/job.h"
+#include "sim/report/report.h"
+
+namespace phalanx::sim {
+
+class Policy;
+
+struct SimConfig {
+  // Seconds between a preemption and the job re-entering the queue (the operator
+  // deletes the old attempt, waits for it to be gone, re-creates the gang).
+  double restart_overhead_s = 30;
+  int sample_points = 400;  // timeline resolution
+  // Called about every 1% of submitted jobs with the fraction done (progress bar).
+  std::function<void(double)> progress;
+};
+
+enum class JobPhase : uint8_t { kPending, kQueued, kRunning, kRestarting, kDone, kNeverFits };
+
+struct JobRun {
+  JobPhase phase = JobPhase::kPending;
+  int attempt = 0;
+  double remaining = 0;  // seconds of work left (restored to the last checkpoint on preemption)
+  double queued_since = 0;
+  double queue_time = 0;  // total over attempts
+  double attempt_start = -1;
+  double first_start = -1;
+  double finish = -1;
+  int preemptions = 0;
+  double lost_gpu_seconds = 0;
+  uint32_t token = 0;  // invalidates the finish event of a preempted attempt
+  // Members bound in the current attempt (index = member; empty uid = not bound).
+  std::vector<PodUid> pods;
+  std::vector<double> bound_at;
+  int bound = 0;
+  bool ever_partial = false;
+};
+
+class Simulator {
+ public:
+  Simulator(const Workload& workload, placement::ClusterState state, Policy& policy, SimConfig config = {});
+
+  // Replays the whole workload and returns the report (policy name, metrics).
+  PolicyReport Run();
+
+  // --- for policies --------------------------------------------------------------
+  double now() const { return now_; }
+  const placement::ClusterState& state() const { return state_; }
+  const Job& job(JobId id) const { return workload_.jobs[static_cast<size_t>(id)]; }
+  const JobRun& run(JobId id) const { return runs_[static_cast<size_t>(id)]; }
+  // Running jobs, ascending id.
+  const std::set<JobId>& running() const { return running_; }
+  // Every whole-GPU shape in the workload (FGD fragmentation's task mix).
+  std::span<const placement::TaskShape> task_shapes() const { return shapes_; }
+
+  // Places every member at once and starts the job. FailedPrecondition if the job is
+  // not queued or a member's GPUs are not free.
+  Status StartJob(JobId id, std::span<const placement::MemberPlacement> members);
+  // Binds one member (per-pod policies). The job starts when its last member binds.
+  Status BindMember(JobId id, int member, const placement::MemberPlacement& placement);
+  // Binds a one-GPU share (openb gpu_milli pods) and starts the job.
+  Status StartShare(JobId id, const NodeName& node, int gpu);
+  // Evicts a running job: its pods are released, the work since its last checkpoint is
+  // lost, and it re-enters the queue after restart_overhead_s.
+  Status Preempt(JobId id);
+  // Work (GPU-seconds) a preemption right now would lose.
+  double GpuSecondsAtRisk(JobId id) const;
+  // Asks for a scheduling pass at `time` (policy timers).
+  void WakeAt(double time);
+  // Pod id of member `member` of the current attempt.
+  PodUid MemberPod(JobId id, int member) const;
+
+ private:
+  void HandleSubmit(JobId id);
+  void HandleFinish(JobId id, uint32_t token);
+  void HandleRestart(JobId id);
+  void Enqueue(JobId id);
+  void Advance(double t);  // integrates utilisation up to t
+  void TakeSample();
+  void BecomeRunning(JobId id);
+  void RecordTopology(JobId id);
+  std::string CheckFitsEmpty(const Job& job) const;  // "" if it fits an empty cluster
+  PolicyReport BuildReport(double wall_seconds);
+
+  const Workload& workload_;
+  placement::ClusterState state_;
+  Policy& policy_;
+  SimConfig config_;
+  EventQueue events_;
+  std::vector<JobRun> runs_;
+  std::set<JobId> running_;
+  std::vector<placement::TaskShape> shapes_;
+  double now_ = 0;
+  bool dirty_ = false;
+  int64_t real_pending_ = 0;  // submit/finish/restart events outstanding
+  int queued_ = 0;
+  double last_wake_ = -1;
+  // Metrics.
+  uint64_t counted_events_ = 0;
+  double alloc_gpus_ = 0, busy_gpus_ = 0;
+  double alloc_area_ = 0, busy_area_ = 0;
+  double first_submit_ = 0, last_activity_ = 0;
+  double idle_held_gpu_seconds_ = 0;
+  int partial_gangs_ = 0;
+  int preemptions_ = 0;
+  double topo_ratio_sum_ = 0;
+  int topo_members_ = 0;
+  int multi_node_started_ = 0, multi_node_one_rack_ = 0;
+  std::vector<Sample> timeline_;
+  std::vector<NeverFit> never_fit_;
+  int never_fit_count_ = 0;
+  std::unordered_map<uint64_t, double> ratio_cache_;
+};
+
+// Policy interface: see sim/policy/policies.h for the four policies.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string name() const = 0;
+  // A job entered the queue (submitted, or restarted after a preemption).
+  virtual void OnQueued(Simulator& sim, JobId id) = 0;
+  // One scheduling pass at sim.now(), after every event of that instant was applied.
+  virtual void Schedule(Simulator& sim) = 0;
+};
+
+}  // namespace phalanx::sim

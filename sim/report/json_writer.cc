@@ -1,0 +1,68 @@
+#include <nlohmann/json.hpp>
+
+#include "sim/report/writers.h"
+
+namespace phalanx::sim {
+namespace {
+
+nlohmann::json Dist(const Distribution& d) {
+  return {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"p99", d.p99}, {"max", d.max}};
+}
+
+}  // namespace
+
+std::string RenderJson(const SimulationReport& r, bool include_timing) {
+  nlohmann::json j;
+  j["cluster"] = {{"name", r.cluster}, {"nodes", r.cluster_nodes}, {"gpus", r.cluster_gpus}};
+  j["trace"] = {{"file", r.trace}, {"format", r.trace_format}, {"jobs", r.jobs}, {"notes", r.notes}};
+  j["seed"] = r.seed;
+  j["policies"] = nlohmann::json::array();
+  for (const PolicyReport& p : r.policies) {
+    nlohmann::json pj = {{"policy", p.policy},
+                         {"jobs", p.jobs},
+                         {"completed", p.completed},
+                         {"neverFit", p.never_fit},
+                         {"unfinished", p.unfinished},
+                         {"makespanSeconds", p.makespan_s},
+                         {"gpuUtilisation", p.gpu_utilisation},
+                         {"gpuAllocation", p.gpu_allocation},
+                         {"meanFragmentationRatio", p.mean_fragmentation_ratio},
+                         {"meanFragmentedGpus", p.mean_fragmented_gpus},
+                         {"partialGangs", p.partial_gangs},
+                         {"idleHeldGpuHours", p.idle_held_gpu_hours},
+                         {"deadlockedGangs", p.deadlocked_gangs},
+                         {"preemptions", p.preemptions},
+                         {"lostGpuHours", p.lost_gpu_hours},
+                         {"meanTopologyRatio", p.mean_topology_ratio},
+                         {"multiNodeGangsStarted", p.multi_node_gangs_started},
+                         {"multiNodeGangsInOneRack", p.multi_node_gangs_in_one_rack},
+                         {"events", p.events}};
+    if (include_timing) {
+      pj["wallSeconds"] = p.wall_seconds;
+      pj["eventsPerSecond"] = p.events_per_second;
+    }
+    nlohmann::json tiers = nlohmann::json::array();
+    for (const TierReport& t : p.tiers)
+      tiers.push_back({{"tier", t.tier},
+                       {"priority", t.priority},
+                       {"jobs", t.jobs},
+                       {"completed", t.completed},
+                       {"queueingDelaySeconds", Dist(t.queueing_delay_s)},
+                       {"jctSeconds", Dist(t.jct_s)},
+                       {"preemptions", t.preemptions},
+                       {"lostGpuHours", t.lost_gpu_hours}});
+    pj["tiers"] = tiers;
+    nlohmann::json tl = nlohmann::json::array();
+    for (const Sample& s : p.timeline)
+      tl.push_back({s.time, s.allocated_gpus, s.busy_gpus, s.queued_jobs, s.fragmented_gpus, s.fragmentation_ratio});
+    pj["timeline"] = {{"columns", {"time", "allocatedGpus", "busyGpus", "queuedJobs", "fragmentedGpus", "fragmentationRatio"}},
+                      {"rows", tl}};
+    nlohmann::json nf = nlohmann::json::array();
+    for (const NeverFit& n : p.never_fit_jobs) nf.push_back({{"job", n.job}, {"line", n.line}, {"reason", n.reason}});
+    pj["neverFitJobs"] = nf;
+    j["policies"].push_back(pj);
+  }
+  return j.dump(2);
+}
+
+}  // namespace phalanx::sim

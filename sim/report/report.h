@@ -1,0 +1,87 @@
+// What one policy's replay produced (docs/simulator.md, "Report"). Plain data: the
+// simulator fills it, the table/JSON/HTML writers render it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace phalanx::sim {
+
+struct Distribution {
+  int count = 0;
+  double mean = 0, p50 = 0, p95 = 0, p99 = 0, max = 0;
+};
+// Nearest-rank percentiles of `values` (sorted in place).
+Distribution Summarize(std::vector<double>& values);
+
+struct TierReport {
+  std::string tier;
+  int priority = 0;
+  int jobs = 0;
+  int completed = 0;
+  Distribution queueing_delay_s;  // completed jobs: total time queued over all attempts
+  Distribution jct_s;             // completed jobs: finish - submit
+  int preemptions = 0;
+  double lost_gpu_hours = 0;
+};
+
+struct Sample {
+  double time = 0;
+  double allocated_gpus = 0;  // held by pods (running or waiting for siblings)
+  double busy_gpus = 0;       // held by running jobs
+  int queued_jobs = 0;
+  double fragmented_gpus = 0;  // FGD, over the workload's task shapes
+  double fragmentation_ratio = 0;
+};
+
+struct NeverFit {
+  std::string job;
+  int line = 0;
+  std::string reason;
+};
+
+struct PolicyReport {
+  std::string policy;
+  int jobs = 0;
+  int completed = 0;
+  int never_fit = 0;
+  int unfinished = 0;  // still queued or partially placed when nothing else could happen
+  double makespan_s = 0;
+  double total_gpus = 0;
+  double gpu_utilisation = 0;   // busy GPU-time / (GPUs x makespan)
+  double gpu_allocation = 0;    // allocated GPU-time / (GPUs x makespan)
+  double mean_fragmentation_ratio = 0;  // mean over samples with queued jobs
+  double mean_fragmented_gpus = 0;
+  // Gangs: members bound while siblings wait (k8s-default).
+  int partial_gangs = 0;           // gangs that ever held GPUs before all members bound
+  double idle_held_gpu_hours = 0;  // GPU time held by bound members of not-yet-running gangs
+  int deadlocked_gangs = 0;        // partially bound at the end, never started
+  int preemptions = 0;
+  double lost_gpu_hours = 0;
+  // Placement quality of multi-GPU members: mean ring bandwidth / best on that node.
+  double mean_topology_ratio = 1;
+  int multi_node_gangs_started = 0;
+  int multi_node_gangs_in_one_rack = 0;
+  // Simulator throughput (wall-clock dependent; excluded from determinism checks).
+  uint64_t events = 0;
+  double wall_seconds = 0;
+  double events_per_second = 0;
+  std::vector<TierReport> tiers;
+  std::vector<Sample> timeline;
+  std::vector<NeverFit> never_fit_jobs;  // first 20
+};
+
+struct SimulationReport {
+  std::string cluster;
+  int cluster_nodes = 0;
+  int cluster_gpus = 0;
+  std::string trace;
+  std::string trace_format;
+  int jobs = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> notes;
+  std::vector<PolicyReport> policies;
+};
+
+}  // namespace phalanx::sim

@@ -1,0 +1,94 @@
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sim/report/writers.h"
+
+namespace phalanx::sim {
+
+std::string HumanSeconds(double s) {
+  if (s < 90) return fmt::format("{:.0f}s", s);
+  if (s < 90 * 60) return fmt::format("{:.1f}m", s / 60);
+  if (s < 48 * 3600) return fmt::format("{:.1f}h", s / 3600);
+  return fmt::format("{:.1f}d", s / 86400);
+}
+
+namespace {
+
+const TierReport* FindTier(const PolicyReport& p, int priority) {
+  for (const auto& t : p.tiers)
+    if (t.priority == priority) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string RenderTable(const SimulationReport& r) {
+  std::string out = fmt::format("Cluster {}: {} nodes, {} GPUs.  Trace {} ({}): {} jobs, seed {}\n", r.cluster,
+                                r.cluster_nodes, r.cluster_gpus, r.trace, r.trace_format, r.jobs, r.seed);
+  for (const auto& n : r.notes) out += fmt::format("  note: {}\n", n);
+  const int w = 14;
+  auto row = [&](const std::string& label, auto&& cell) {
+    out += fmt::format("{:<34}", label);
+    for (const auto& p : r.policies) out += fmt::format("{:>{}}", cell(p), w);
+    out += "\n";
+  };
+  out += "\n";
+  row("policy", [](const PolicyReport& p) { return p.policy; });
+  out += std::string(34 + w * r.policies.size(), '-') + "\n";
+  row("jobs completed", [](const PolicyReport& p) { return fmt::format("{}/{}", p.completed, p.jobs); });
+  row("jobs never fitting the cluster", [](const PolicyReport& p) { return fmt::format("{}", p.never_fit); });
+  row("jobs stuck at the end", [](const PolicyReport& p) { return fmt::format("{}", p.unfinished); });
+  row("makespan", [](const PolicyReport& p) { return HumanSeconds(p.makespan_s); });
+  row("GPU utilisation (running work)", [](const PolicyReport& p) { return fmt::format("{:.1f}%", 100 * p.gpu_utilisation); });
+  row("GPU allocation (incl. idle held)", [](const PolicyReport& p) { return fmt::format("{:.1f}%", 100 * p.gpu_allocation); });
+  row("fragmentation (FGD, mean ratio)", [](const PolicyReport& p) { return fmt::format("{:.1f}%", 100 * p.mean_fragmentation_ratio); });
+  row("partially placed gangs", [](const PolicyReport& p) { return fmt::format("{}", p.partial_gangs); });
+  row("  GPU-hours held idle by them", [](const PolicyReport& p) { return fmt::format("{:.1f}", p.idle_held_gpu_hours); });
+  row("  deadlocked at the end", [](const PolicyReport& p) { return fmt::format("{}", p.deadlocked_gangs); });
+  row("preemptions", [](const PolicyReport& p) { return fmt::format("{}", p.preemptions); });
+  row("lost GPU-hours (since checkpoint)", [](const PolicyReport& p) { return fmt::format("{:.1f}", p.lost_gpu_hours); });
+  row("topology quality (ring/best)", [](const PolicyReport& p) { return fmt::format("{:.3f}", p.mean_topology_ratio); });
+  row("multi-node gang starts in one rack", [](const PolicyReport& p) {
+    return fmt::format("{}/{}", p.multi_node_gangs_in_one_rack, p.multi_node_gangs_started);
+  });
+  // Per tier, highest first, over the tiers any policy saw.
+  std::vector<std::pair<int, std::string>> tiers;
+  for (const auto& p : r.policies)
+    for (const auto& t : p.tiers)
+      if (std::find_if(tiers.begin(), tiers.end(), [&](auto& x) { return x.first == t.priority; }) == tiers.end())
+        tiers.emplace_back(t.priority, t.tier);
+  std::sort(tiers.begin(), tiers.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  for (const auto& [prio, name] : tiers) {
+    out += fmt::format("tier {}\n", name);
+    auto tier_row = [&](const std::string& label, auto&& cell) {
+      row("  " + label, [&](const PolicyReport& p) {
+        const TierReport* t = FindTier(p, prio);
+        return t ? cell(*t) : std::string("-");
+      });
+    };
+    tier_row("completed", [](const TierReport& t) { return fmt::format("{}/{}", t.completed, t.jobs); });
+    tier_row("queueing delay mean", [](const TierReport& t) { return HumanSeconds(t.queueing_delay_s.mean); });
+    tier_row("queueing delay p50/p95", [](const TierReport& t) {
+      return HumanSeconds(t.queueing_delay_s.p50) + "/" + HumanSeconds(t.queueing_delay_s.p95);
+    });
+    tier_row("queueing delay p99", [](const TierReport& t) { return HumanSeconds(t.queueing_delay_s.p99); });
+    tier_row("JCT mean", [](const TierReport& t) { return HumanSeconds(t.jct_s.mean); });
+    tier_row("JCT p50/p95", [](const TierReport& t) { return HumanSeconds(t.jct_s.p50) + "/" + HumanSeconds(t.jct_s.p95); });
+    tier_row("JCT p99", [](const TierReport& t) { return HumanSeconds(t.jct_s.p99); });
+    tier_row("preemptions", [](const TierReport& t) { return fmt::format("{}", t.preemptions); });
+  }
+  out += std::string(34 + w * r.policies.size(), '-') + "\n";
+  row("simulator events", [](const PolicyReport& p) { return fmt::format("{}", p.events); });
+  row("simulator speed (events/min)", [](const PolicyReport& p) {
+    return fmt::format("{:.2f}M", p.events_per_second * 60 / 1e6);
+  });
+  for (const auto& p : r.policies)
+    for (const auto& nf : p.never_fit_jobs) {
+      if (&p != &r.policies.front()) break;
+      out += fmt::format("never fits: {} (line {}): {}\n", nf.job, nf.line, nf.reason);
+    }
+  return out;
+}
+
+}  // namespace phalanx::sim
