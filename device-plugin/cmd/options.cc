@@ -1,0 +1,54 @@
+#include "device-plugin/cmd/options.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace phalanx::device_plugin {
+
+void AddFlags(CLI::App& app, Options& o) {
+  if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
+  app.add_option("--kubelet-dir", o.kubelet_dir,
+                 "Kubelet's device-plugin directory (kubelet.sock and our sockets)")
+      ->capture_default_str();
+  app.add_option("--pod-resources-socket", o.pod_resources_socket, "Kubelet's pod-resources socket")
+      ->capture_default_str();
+  app.add_option("--nvml-library", o.nvml_library, "NVML library to dlopen")->capture_default_str();
+  app.add_option("--config", o.config_file, "Config file (version: v1, NVIDIA device plugin format)");
+  app.add_option("--node-name", o.node_name, "This node's name (default: env NODE_NAME)");
+  app.add_option("--kubeconfig", o.kubeconfig,
+                 "Kubeconfig for publishing node labels/annotations (default: in-cluster)");
+  app.add_option("--metrics-addr", o.metrics_addr, "Address of /metrics, /healthz, /readyz")
+      ->capture_default_str();
+  app.add_option("--lock-file", o.lock_file,
+                 "Single-instance lock (default <kubelet-dir>/phalanx-device-plugin.lock)");
+  app.add_option("--publish-interval", o.publish_interval_seconds,
+                 "Seconds between node state writes (>= 1; default from config, 1)");
+  app.add_option("--mig-strategy", o.mig_strategy, "none|single|mixed (overrides the config file)")
+      ->check(CLI::IsMember({"none", "single", "mixed"}));
+  app.add_option("--fail-on-init-error", o.fail_on_init_error,
+                 "Exit when NVML cannot be initialised (false: stay up, advertise nothing)");
+  app.add_option("--kubelet-poll-ms", o.kubelet_poll_ms, "How often to check for kubelet restarts")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 10000));
+  log::AddLogFlags(app, o.log);
+}
+
+Result<ListenAddress> ParseListenAddress(const std::string& addr) {
+  auto colon = addr.rfind(':');
+  if (colon == std::string::npos) {
+    return InvalidArgumentError(fmt::format("--metrics-addr: expected [host]:port, got \"{}\"", addr));
+  }
+  ListenAddress out;
+  out.host = colon == 0 ? "0.0.0.0" : addr.substr(0, colon);
+  const std::string port = addr.substr(colon + 1);
+  char* end = nullptr;
+  long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p < 0 || p > 65535) {
+    return InvalidArgumentError(fmt::format("--metrics-addr: bad port in \"{}\"", addr));
+  }
+  out.port = static_cast<uint16_t>(p);
+  return out;
+}
+
+}  // namespace phalanx::device_plugin

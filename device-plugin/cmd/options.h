@@ -1,0 +1,40 @@
+// Command-line options of phalanx-device-plugin (CLI11) and their validation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/base/result.h"
+#include "core/log/log_options.h"
+
+namespace phalanx::device_plugin {
+
+struct Options {
+  std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string config_file;            // empty = defaults
+  std::string node_name;              // default: env NODE_NAME
+  std::string kubeconfig;             // empty = in-cluster, else no publishing
+  std::string metrics_addr = ":8080";
+  std::string lock_file;              // empty = <kubelet-dir>/phalanx-device-plugin.lock
+  double publish_interval_seconds = 0;  // 0 = from config (default 1)
+  std::string mig_strategy;           // overrides flags.migStrategy when set
+  std::optional<bool> fail_on_init_error;  // overrides flags.failOnInitError when set
+  int kubelet_poll_ms = 200;
+  log::LogOptions log;
+};
+
+void AddFlags(CLI::App& app, Options& options);
+
+struct ListenAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+// ":8080" -> {"0.0.0.0", 8080}; "127.0.0.1:0" -> {"127.0.0.1", 0}. InvalidArgument otherwise.
+Result<ListenAddress> ParseListenAddress(const std::string& addr);
+
+}  // namespace phalanx::device_plugin
