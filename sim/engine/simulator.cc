@@ -99,6 +99,7 @@ void Simulator::HandleFinish(JobId id, uint32_t token) {
   r.remaining = 0;
   last_activity_ = now_;
   dirty_ = true;
+  ++release_epoch_;
 }
 
 void Simulator::RecordTopology(JobId id) {
@@ -248,6 +249,7 @@ Status Simulator::Preempt(JobId id) {
   events_.Push(now_ + config_.restart_overhead_s, EventType::kRestart, id);
   ++real_pending_;
   dirty_ = true;
+  ++release_epoch_;
   return OkStatus();
 }
 
@@ -318,6 +320,7 @@ PolicyReport Simulator::Run() {
           break;
         case EventType::kWake:
           dirty_ = true;
+          ++release_epoch_;
           break;
         case EventType::kSample:
           TakeSample();

@@ -89,6 +89,9 @@ class Simulator {
   Status Preempt(JobId id);
   // Work (GPU-seconds) a preemption right now would lose.
   double GpuSecondsAtRisk(JobId id) const;
+  // Bumped whenever GPUs are released (finish, preemption) or a policy timer fires:
+  // between two equal values only new arrivals can change what fits.
+  uint64_t release_epoch() const { return release_epoch_; }
   // Asks for a scheduling pass at `time` (policy timers).
   void WakeAt(double time);
   // Pod id of member `member` of the current attempt.
@@ -119,6 +122,7 @@ class Simulator {
   int64_t real_pending_ = 0;  // submit/finish/restart events outstanding
   int queued_ = 0;
   double last_wake_ = -1;
+  uint64_t release_epoch_ = 0;
   // Metrics.
   uint64_t counted_events_ = 0;
   double alloc_gpus_ = 0, busy_gpus_ = 0;

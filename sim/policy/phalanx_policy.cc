@@ -7,6 +7,7 @@
 // through PickBestNode. A gang that does not fit and outranks something running asks
 // ChoosePreemption for whole lower-tier victim gangs ranked by lost work
 // (GpuSecondsAtRisk: time since the victim's last checkpoint x its GPUs).
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -44,12 +45,21 @@ class PhalanxPolicy final : public Policy {
     GangKey key(fmt::format("j{}-a{}", id, sim.run(id).attempt));
     const std::string pool = j.pool.value_or("*");
     (void)queue_.Enqueue(admission::WaitingGang{key, pool, j.priority, j.replicas > 1}, Mono(sim.now()));
-    by_key_.emplace(std::move(key), id);
+    by_key_.emplace(key, id);
     pools_.insert(pool);
+    arrivals_[pool].push_back(std::move(key));
   }
 
   void Schedule(Simulator& sim) override {
-    for (const std::string& pool : pools_) Pass(sim, pool);
+    if (sim.release_epoch() != seen_epoch_) {
+      seen_epoch_ = sim.release_epoch();
+      for (const std::string& pool : pools_) Pass(sim, pool);
+    } else {
+      // Nothing was released since the last pass, so everything that failed then still
+      // fails: only the new arrivals need a try.
+      for (auto& [pool, keys] : arrivals_) ArrivalsPass(sim, pool, keys);
+    }
+    arrivals_.clear();
     // Wake up when a head-of-line hold runs out, so the gangs behind it get a turn.
     for (const std::string& pool : pools_) {
       if (auto head = queue_.HoldingHead(pool, Mono(sim.now()))) {
@@ -140,6 +150,7 @@ class PhalanxPolicy final : public Policy {
     int preemption_attempts = 0;
     std::optional<int> min_running;
     bool blocked = false;
+    bool head_seen = false;  // the first gang in order whose hold is not spent is the head
     for (const admission::QueuedGang* entry : order) {
       if (blocked && entry->gang.gang) continue;
       const GangKey key = entry->gang.key;
@@ -160,17 +171,57 @@ class PhalanxPolicy final : public Policy {
         auto [it, inserted] = failed_min_members.emplace(shape, j.replicas);
         if (!inserted) it->second = std::min(it->second, j.replicas);
       }
-      (void)queue_.RecordAttempt(key, fitted, now);
       if (fitted) {
+        (void)queue_.RecordAttempt(key, true, now);
         by_key_.erase(key);
         continue;
       }
+      // A failed attempt only changes state for the pool's head (its hold starts) and
+      // for entries that already hold (their hold may be spent); for everyone else it
+      // would just bump a counter. Skipping those keeps a pass O(queue): RecordAttempt
+      // looks the head up by walking the order from the front.
+      // (A spent entry's RecordAttempt only re-marks it spent, which StateOf already
+      // derives from the clock.)
+      const bool live_gang = entry->gang.gang && queue_.StateOf(*entry, now) != admission::EntryState::kSpent;
+      if (live_gang && !head_seen) (void)queue_.RecordAttempt(key, false, now);
+      if (live_gang) head_seen = true;
       const admission::QueuedGang* still = queue_.Find(key);
       if (still && still->gang.gang && queue_.StateOf(*still, now) == admission::EntryState::kHolding) blocked = true;
     }
   }
 
+  // Tries only the gangs that arrived since the last pass, in admission order; a gang
+  // behind the pool's holding head waits (as in Pass).
+  void ArrivalsPass(Simulator& sim, const std::string& pool, std::vector<GangKey>& keys) {
+    const MonotonicTime now = Mono(sim.now());
+    std::sort(keys.begin(), keys.end(), [&](const GangKey& a, const GangKey& b) {
+      const auto* ea = queue_.Find(a);
+      const auto* eb = queue_.Find(b);
+      return ea->gang.priority != eb->gang.priority ? ea->gang.priority > eb->gang.priority : ea->sequence < eb->sequence;
+    });
+    int preemption_attempts = 0;
+    const std::optional<GangKey> holding = queue_.HoldingHead(pool, now);
+    const admission::QueuedGang* h = holding ? queue_.Find(*holding) : nullptr;
+    for (const GangKey& key : keys) {
+      const admission::QueuedGang* entry = queue_.Find(key);
+      if (!entry) continue;
+      if (entry->gang.gang && h && entry->gang.priority <= h->gang.priority) continue;  // behind the holding head
+      const JobId id = by_key_.at(key);
+      bool fitted = TryPlace(sim, id);
+      if (!fitted && preemption_attempts < options_.preemption_attempts_per_pass &&
+          sim.job(id).priority > MinRunningPriority(sim)) {
+        ++preemption_attempts;
+        fitted = TryPreempt(sim, id);
+      }
+      if (fitted) by_key_.erase(key);
+      // A failed arrival matters only if it is now the pool's head (nothing holds).
+      if (fitted || (entry->gang.gang && !h)) (void)queue_.RecordAttempt(key, fitted, now);
+    }
+  }
+
   PolicyOptions options_;
+  uint64_t seen_epoch_ = ~uint64_t{0};
+  std::map<std::string, std::vector<GangKey>> arrivals_;
   admission::AdmissionQueue queue_;
   std::unordered_map<GangKey, JobId> by_key_;
   std::set<std::string> pools_;
