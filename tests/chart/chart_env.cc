@@ -40,7 +40,7 @@ int TempFile() {
 
 }  // namespace
 
-CommandResult Run(const std::vector<std::string>& argv) {
+CommandResult RunCommand(const std::vector<std::string>& argv) {
   CommandResult r;
   // Output goes to unlinked temp files, not pipes: helm renders megabytes and we wait only once.
   int out_fd = TempFile();
@@ -103,7 +103,7 @@ const HelmLocation& Helm() {
     const std::string dir = BinaryDir() + "/tools/helm";
     loc.path = dir + "/helm";
     // fetch-helm.sh is idempotent and offline when the pinned binary is already there.
-    CommandResult fetch = Run({SourceDir() + "/scripts/fetch-helm.sh", dir});
+    CommandResult fetch = RunCommand({SourceDir() + "/scripts/fetch-helm.sh", dir});
     if (fetch.exit_code != 0) {
       loc.error = "helm is required for the chart tests and could not be obtained (" +
                   SourceDir() + "/scripts/fetch-helm.sh " + dir + " exited " +

@@ -16,7 +16,7 @@ struct CommandResult {
 };
 
 // Runs argv[0] with arguments (no shell interpretation of the arguments), capturing both streams.
-CommandResult Run(const std::vector<std::string>& argv);
+CommandResult RunCommand(const std::vector<std::string>& argv);
 
 std::string SourceDir();
 std::string BinaryDir();

@@ -68,14 +68,15 @@ ServiceAccountGrants GrantsFor(const Rendering& r, const std::string& sa_namespa
                              " refers to a " + ref_kind);
         continue;
       }
-      YAML::Node role;
+      // Undefined until found (a default-constructed Node counts as defined); reset() rebinds.
+      YAML::Node role(YAML::NodeType::Undefined);
       if (ref_kind == "ClusterRole") {
-        role = r.Get("ClusterRole", ref_name);
+        role.reset(r.Get("ClusterRole", ref_name));
       } else {
         for (const auto& cand : r.OfKind("Role")) {
           if (Str(cand, {"metadata", "name"}) == ref_name &&
               Str(cand, {"metadata", "namespace"}) == ns) {
-            role = cand;
+            role.reset(cand);
           }
         }
       }

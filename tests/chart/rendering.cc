@@ -50,7 +50,7 @@ const Rendering& Render(const std::vector<std::string>& extra_args) {
   std::vector<std::string> argv = {helm.path, "template", kRelease, SourceDir() + "/helm/phalanx",
                                    "--namespace", kNamespace, "--kube-version", kKubeVersion};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  CommandResult res = Run(argv);
+  CommandResult res = RunCommand(argv);
   if (res.exit_code != 0) {
     r.error = "helm template failed (exit " + std::to_string(res.exit_code) + "): " + res.err;
     return r;

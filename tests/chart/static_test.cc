@@ -97,7 +97,6 @@ TEST(ChartContractTest, DefaultValuesCarryTheDesignContracts) {
   // Held binds wait for the whole gang: the default gang timeout (120 s) + 10 s margin must fit.
   EXPECT_GE(At(v, {"scheduler", "extender", "httpTimeoutSeconds"}).as<int>(), 130);
   EXPECT_EQ(Str(v, {"scheduler", "schedulerName"}), "phalanx-scheduler");
-  EXPECT_EQ(Str(v, {"extender", "leaseName"}), "phalanx-extender");
   EXPECT_NE(Str(v, {"scheduler", "leaderElection", "leaseName"}), "kube-scheduler");
   std::set<std::string> managed;
   for (const auto& r : At(v, {"scheduler", "extender", "managedResources"})) managed.insert(r.as<std::string>());
