@@ -399,7 +399,11 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
     rep.mean_fragmented_gpus = frag_gpus / frag_n;
   }
   while (!timeline_.empty() && timeline_.back().time > end) timeline_.pop_back();
-  rep.timeline = timeline_;
+  // Samples continue after the last submit (until the queue drains): thin the series to
+  // about sample_points entries so reports stay small.
+  const size_t keep = static_cast<size_t>(std::max(2, config_.sample_points));
+  const size_t stride = (timeline_.size() + keep - 1) / keep;
+  for (size_t i = 0; i < timeline_.size(); i += std::max<size_t>(1, stride)) rep.timeline.push_back(timeline_[i]);
   rep.partial_gangs = partial_gangs_;
   rep.idle_held_gpu_hours = idle_held_gpu_seconds_ / 3600;
   rep.preemptions = preemptions_;
