@@ -1,0 +1,158 @@
+// Extender: the scheduling logic behind the four verbs (DESIGN §2.5, §3, §4), over the
+// Ledger, with every API write behind ClusterWriter and time behind Clock.
+//
+//   Filter      non-gang pods: per-node fit against the ledger (GPUs reserved by gang
+//               plans are never offered); gang members: pinned to their planned node;
+//               an ungated gang is planned here on its first member's filter.
+//   Prioritize  topology + bin-packing (+ locality) score 0..10; planned node = 10.
+//   Preempt     accepts only victim sets of whole lower-tier gangs after which the
+//               preemptor really fits, least gpuSecondsAtRisk first; vetoes (and asks
+//               for a graceful preemption) when a TrainingJob victim needs notice.
+//   Bind        non-gang: choose devices, patch phalanx.io/devices, POST the Binding.
+//               gang members: the permit barrier. Each bind is held (its callback kept,
+//               no thread) until held + bound >= min-members; then every held member is
+//               committed (devices patched = commit point) and bound. A barrier that
+//               times out fails every held bind together and drops the plan.
+//   Tick        admission loop (one gang at a time per capacity pool, priority then
+//               FIFO, head-of-line hold), barrier timeouts and plan expiry. The daemon
+//               calls it every 100 ms; tests call it after advancing a FakeClock.
+// Only the leader (Lease phalanx-extender) admits, lifts gates, plans and binds; others
+// answer filter/prioritize and fail bind with a retryable error.
+//
+// Thread-safety: every method is thread-safe. Filter/Prioritize take the ledger lock
+// shared; everything that changes the ledger takes it exclusively. Writes run on the
+// IoWorker after the lock is released; bind callbacks run on that worker (or inline for
+// immediate errors).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "core/admission/admission_queue.h"
+#include "core/base/clock.h"
+#include "extender/cluster_writer.h"
+#include "extender/config.h"
+#include "extender/io_worker.h"
+#include "extender/ledger.h"
+#include "extender/wire.h"
+
+namespace phalanx::extender {
+
+class Leadership {
+ public:
+  virtual ~Leadership() = default;
+  virtual bool IsLeader() const = 0;
+};
+
+// Fixed leadership: embedded mode (single replica) and tests.
+class StaticLeadership final : public Leadership {
+ public:
+  explicit StaticLeadership(bool leader = true) : leader_(leader) {}
+  bool IsLeader() const override { return leader_.load(); }
+  void Set(bool leader) { leader_.store(leader); }
+
+ private:
+  std::atomic<bool> leader_;
+};
+
+// Counters the daemon exports (read by the metrics layer; updated lock-free).
+struct ExtenderStats {
+  std::atomic<uint64_t> gangs_admitted{0};
+  std::atomic<uint64_t> gangs_bound{0};
+  std::atomic<uint64_t> barrier_timeouts{0};
+  std::atomic<uint64_t> plans_expired{0};
+  std::atomic<uint64_t> preempt_accepted{0};
+  std::atomic<uint64_t> preempt_vetoed{0};
+  std::atomic<uint64_t> evictions{0};
+  std::atomic<uint64_t> write_errors{0};
+};
+
+class Extender {
+ public:
+  using BindCallback = std::function<void(std::string error)>;  // "" = bound
+
+  Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership);
+  ~Extender();
+  Extender(const Extender&) = delete;
+  Extender& operator=(const Extender&) = delete;
+
+  // --- cluster events ----------------------------------------------------------------
+  Status OnNode(const NodeInfo& node);
+  void OnNodeDeleted(const NodeName& node);
+  void OnPod(const PodInfo& pod);
+  void OnPodDeleted(const PodUid& uid);
+  void OnTrainingJob(const TrainingJobInfo& job);
+  // After the initial list (informers synced or snapshot loaded): completes the binding
+  // of committed gang members (devices annotated but unbound), as a restarted extender
+  // must; uncommitted plans never survive a restart (they live only in memory).
+  void RecoverCommitted();
+
+  // --- verbs -------------------------------------------------------------------------
+  FilterResult Filter(const FilterArgs& args);
+  std::vector<HostScore> Prioritize(const FilterArgs& args);
+  PreemptResult Preempt(const PreemptArgs& args);
+  void Bind(const BindArgs& args, BindCallback done);
+
+  void Tick();
+
+  // --- introspection -----------------------------------------------------------------
+  std::string Explain(std::string_view ns_name) const;
+  json::Json StateJson() const;
+  size_t HeldBinds() const;
+  const ExtenderStats& stats() const { return stats_; }
+  const ExtenderConfig& config() const { return config_; }
+  // Waits until every queued API write (and its bind callbacks) has run.
+  void DrainForTest() { io_.Drain(); }
+
+ private:
+  struct HeldBind {
+    PodUid uid;
+    int ordinal = 0;
+    BindCallback done;
+  };
+  struct Barrier {
+    std::vector<HeldBind> held;
+    MonotonicTime deadline{};
+  };
+
+  FilterResult FilterGang(const FilterArgs& args);
+  void RememberPod(const PodInfo& pod);  // exclusive lock held
+  std::optional<int> EffectiveMin(const GangRecord& g, MonotonicTime now) const;
+  placement::GangSpec SpecOf(const GangRecord& g, int members) const;
+  // Plans and reserves; "" on success, else why not (also kept in last_no_fit).
+  std::string TryPlan(GangRecord& g, MonotonicTime now);
+  void ReleaseBarrier(const GangKey& key);          // exclusive lock held
+  void FailBarrier(const GangKey& key, const std::string& why);  // exclusive lock held
+  int CommittedMembers(const GangKey& key) const;
+  void Admit(MonotonicTime now);                    // exclusive lock held
+  void LiftGates(const GangRecord& g);              // exclusive lock held
+  void RecordFilterSummary(const PodInfo& pod, const FilterResult& r);
+  double GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* notice, std::string* job) const;
+  PreemptResult PreemptGang(const PreemptArgs& args, const PodRecord& preemptor);
+  void RequestNotice(const std::map<std::string, std::string>& jobs, const PodInfo& preemptor);
+
+  const ExtenderConfig config_;
+  Clock& clock_;
+  ClusterWriter& writer_;
+  Leadership& leadership_;
+  ExtenderStats stats_;
+
+  mutable std::shared_mutex mu_;
+  Ledger ledger_;                                 // guarded by mu_
+  admission::AdmissionQueue queue_;               // guarded by mu_
+  std::map<GangKey, Barrier> barriers_;           // guarded by mu_
+  // Pods seen only in filter requests (embedded mode, or before the informer): bind
+  // needs their request. Bounded; guarded by summaries_mu_.
+  mutable std::mutex summaries_mu_;
+  std::unordered_map<PodUid, PodInfo> seen_pods_;
+  std::unordered_map<std::string, std::string> filter_summaries_;  // ns/name -> words
+
+  IoWorker io_;  // last: its thread stops before the members it uses go away
+};
+
+}  // namespace phalanx::extender

@@ -1,0 +1,119 @@
+// Kubernetes objects as the extender needs them: the few fields of Node, Pod and
+// TrainingJob that scheduling reads (DESIGN §2.1, §2.2, §2.4), parsed from API JSON.
+//
+// One parser per kind serves every source: the cluster snapshot file, informer events
+// and the Pod embedded in a scheduler request, so all three agree on what a field means.
+// Parsing is lenient about fields it does not need (absent or null = default) and strict
+// about the ones it does (a malformed GPU quantity is an error with a JSON path).
+// Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/clock.h"
+#include "core/base/ids.h"
+#include "core/base/result.h"
+#include "core/json/json.h"
+#include "core/topology/node_topology.h"
+
+namespace phalanx::extender {
+
+inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
+inline constexpr std::string_view kGangLabel = "phalanx.io/gang";
+inline constexpr std::string_view kGangAliasLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr std::string_view kGangGate = "phalanx.io/gang";
+inline constexpr std::string_view kMinMembersAnnotation = "phalanx.io/gang-min-members";
+inline constexpr std::string_view kGangTimeoutAnnotation = "phalanx.io/gang-timeout-seconds";
+inline constexpr std::string_view kTopologyAnnotation = "phalanx.io/topology";
+inline constexpr std::string_view kTopologyModeAnnotation = "phalanx.io/topology-mode";
+inline constexpr std::string_view kDevicesAnnotation = "phalanx.io/devices";
+inline constexpr std::string_view kGpuStateAnnotation = "phalanx.io/gpu-state";
+inline constexpr std::string_view kPreemptRequestAnnotation = "phalanx.io/preempt-request";
+inline constexpr std::string_view kProductLabel = "phalanx.io/gpu.product";
+inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+
+// One device of `phalanx.io/gpu-state`.
+struct DeviceState {
+  bool healthy = true;
+  std::string pod_uid;  // "" = not allocated (per the device plugin's pod-resources view)
+};
+
+struct NodeInfo {
+  NodeName name;
+  std::map<std::string, std::string, std::less<>> labels;
+  int allocatable_gpus = 0;   // status.allocatable[nvidia.com/gpu]
+  bool unschedulable = false;  // spec.unschedulable
+  bool ready = true;           // Ready condition (absent = assume ready)
+  // Decoded `phalanx.io/gpu-topology`; nullopt when absent or invalid (see topology_error).
+  std::optional<topology::NodeTopology> topology;
+  std::string topology_error;
+  std::map<std::string, DeviceState, std::less<>> devices;  // `phalanx.io/gpu-state`
+  std::string gpu_state_error;
+
+  std::string_view Label(std::string_view key) const;
+};
+
+// `phalanx.io/devices`: container -> device IDs.
+using DeviceAssignment = std::map<std::string, std::vector<std::string>, std::less<>>;
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+struct PodInfo {
+  PodUid uid;
+  std::string ns;
+  std::string name;
+  std::string node_name;  // spec.nodeName; "" = unbound
+  PodPhase phase = PodPhase::kPending;
+  bool deleting = false;  // metadata.deletionTimestamp set
+  int gpus = 0;           // effective nvidia.com/gpu request (max(sum of containers, any init container))
+  std::string gpu_container;  // first container requesting GPUs (devices annotation key)
+  int priority = 0;
+  std::string priority_class;
+  std::string pool_selector;  // nodeSelector[phalanx.io/gpu.product], "" = any
+  // Gang keys (DESIGN §2.1).
+  std::string gang;  // label phalanx.io/gang or its alias; "" = not a gang member
+  std::optional<int> min_members;
+  std::optional<int> gang_timeout_seconds;
+  std::string topology_level;
+  bool topology_required = false;  // phalanx.io/topology-mode == required (default preferred)
+  bool gated = false;              // schedulingGates contains phalanx.io/gang
+  std::optional<DeviceAssignment> devices;
+  std::string training_job;  // owner TrainingJob name, "" if none
+  std::optional<SystemTime> start_time;
+  std::optional<SystemTime> creation_time;
+
+  std::string Key() const { return ns + "/" + name; }
+  GangKey Gang() const { return GangKey(ns + "/" + gang); }
+  bool IsGangMember() const { return !gang.empty(); }
+  bool Terminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+};
+
+struct TrainingJobInfo {
+  std::string ns;
+  std::string name;
+  double gpu_seconds_at_risk = 0;
+  double notice_seconds_needed = 0;
+  std::string preempt_request;  // current annotation value, "" if none
+  std::string Key() const { return ns + "/" + name; }
+};
+
+// Kubernetes quantity as an integer count ("8", "8000m" -> 8). InvalidArgument for
+// anything else (fractions of whole devices are not a valid extended-resource request).
+Result<int64_t> ParseCountQuantity(std::string_view quantity);
+// RFC 3339 "2026-11-22T01:45:56Z" (fractional seconds and offsets accepted).
+Result<SystemTime> ParseRfc3339(std::string_view text);
+std::string FormatRfc3339(SystemTime time);
+
+Result<NodeInfo> ParseNode(const json::Json& node);
+Result<PodInfo> ParsePod(const json::Json& pod);
+Result<TrainingJobInfo> ParseTrainingJob(const json::Json& job);
+// Parses `phalanx.io/devices`.
+Result<DeviceAssignment> ParseDeviceAssignment(std::string_view text);
+std::string EncodeDeviceAssignment(const DeviceAssignment& devices);
+
+}  // namespace phalanx::extender

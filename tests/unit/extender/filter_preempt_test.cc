@@ -1,0 +1,190 @@
+// Non-gang filter/prioritize/bind and tier preemption.
+#include <gtest/gtest.h>
+
+#include "tests/unit/extender/test_cluster.h"
+
+namespace phalanx::extender::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(FilterTest, SplitsNodesByWhetherPreemptionCanHelpAndNamesOnlyInputNodes) {
+  TestCluster c;
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("free")).ok());
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("busy-low")).ok());
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("busy-high")).ok());
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("a100", "", "A100")).ok());
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("not-asked")).ok());
+  c.ext.OnPod(GpuPod("low", 8, 100, "busy-low"));
+  c.ext.OnPod(GpuPod("high", 8, 1000000, "busy-high"));
+  PodInfo pod = GpuPod("p", 4, 10000);
+  pod.pool_selector = "H100";
+  FilterResult r = c.ext.Filter(Args(pod, {"free", "busy-low", "busy-high", "a100", "unknown"}));
+  ASSERT_EQ(r.passed.size(), 1u);
+  EXPECT_EQ(r.passed[0], "free");
+  ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_EQ(r.failed[0].first, "busy-low");
+  std::set<std::string_view> unresolvable;
+  for (const auto& [n, why] : r.unresolvable) unresolvable.insert(n);
+  EXPECT_EQ(unresolvable, (std::set<std::string_view>{"busy-high", "a100", "unknown"}));
+  const std::string encoded = EncodeFilterResult(r);
+  EXPECT_EQ(encoded.find("not-asked"), std::string::npos);
+}
+
+TEST(FilterTest, PodsWithoutGpusPassEveryNode) {
+  TestCluster c;
+  FilterResult r = c.ext.Filter(Args(GpuPod("cpu", 0), {"x", "y"}));
+  EXPECT_EQ(r.passed.size(), 2u);
+}
+
+TEST(FilterTest, PrioritizePrefersTheFullerNodeAndStaysInRange) {
+  TestCluster c;
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("empty")).ok());
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("half")).ok());
+  c.ext.OnPod(GpuPod("x", 4, 0, "half"));
+  auto scores = c.ext.Prioritize(Args(GpuPod("p", 4), {"empty", "half", "unknown"}));
+  ASSERT_EQ(scores.size(), 3u);
+  for (const auto& s : scores) {
+    EXPECT_GE(s.score, 0);
+    EXPECT_LE(s.score, 10);
+  }
+  EXPECT_GT(scores[1].score, scores[0].score);  // best fit: fill the half-used node
+  EXPECT_EQ(scores[2].score, 0);
+}
+
+TEST(BindTest, NonGangBindPatchesDevicesThenBindsAndChargesTheLedger) {
+  TestCluster c;
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("n")).ok());
+  PodInfo pod = GpuPod("p", 2);
+  c.ext.Filter(Args(pod, {"n"}));  // embedded mode: the pod is learnt from the request
+  BindProbe probe;
+  c.ext.Bind(BindOf(pod, "n"), probe.Callback());
+  EXPECT_EQ(probe.Wait(), "");
+  const auto calls = c.writer.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].verb, "devices");
+  EXPECT_EQ(calls[1].verb, "bind");
+  EXPECT_EQ(calls[1].value, "n");
+  EXPECT_EQ(c.ext.StateJson()["cluster"]["freeGpus"], 6);
+}
+
+TEST(BindTest, FailedBindingForgetsTheAssumption) {
+  TestCluster c;
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("n")).ok());
+  PodInfo pod = GpuPod("p", 2);
+  c.ext.OnPod(pod);
+  c.writer.FailOn("bind", "default/p");
+  BindProbe probe;
+  c.ext.Bind(BindOf(pod, "n"), probe.Callback());
+  EXPECT_NE(probe.Wait().find("injected failure"), std::string::npos);
+  c.ext.DrainForTest();
+  EXPECT_EQ(c.ext.StateJson()["cluster"]["freeGpus"], 8);
+}
+
+// Two low-tier victims gangs; the one with less work at risk is chosen, as a whole.
+struct PreemptFixture : ::testing::Test {
+  TestCluster c;
+  void SetUp() override {
+    for (const char* n : {"n0", "n1", "n2"}) ASSERT_TRUE(c.ext.OnNode(DgxNode(n)).ok());
+    // Gang "costly" (TrainingJob with 1e6 GPU-seconds at risk) fills n0.
+    for (int i = 0; i < 2; ++i) {
+      PodInfo p = GangPod("costly", i, 4, 2, 100);
+      p.gated = false;
+      p.node_name = "n0";
+      p.training_job = "costly-job";
+      c.ext.OnPod(p);
+    }
+    c.ext.OnTrainingJob({"default", "costly-job", 1e6, 0, ""});
+    // Gang "cheap" (10 GPU-seconds) has members on n1 and n2.
+    for (int i = 0; i < 2; ++i) {
+      PodInfo p = GangPod("cheap", i, 8, 2, 100);
+      p.gated = false;
+      p.node_name = i == 0 ? "n1" : "n2";
+      p.training_job = "cheap-job";
+      c.ext.OnPod(p);
+    }
+    c.ext.OnTrainingJob({"default", "cheap-job", 10, 0, ""});
+  }
+  PreemptArgs Proposal(const PodInfo& preemptor) {
+    PreemptArgs a;
+    a.pod = preemptor;
+    a.victims["n0"] = {"uid-costly-0", "uid-costly-1"};
+    a.victims["n1"] = {"uid-cheap-0"};
+    return a;
+  }
+};
+
+TEST_F(PreemptFixture, EvictsTheWholeLowestTierGangWithLeastWorkAtRisk) {
+  PodInfo preemptor = GpuPod("hi", 8, 10000);
+  PreemptResult r = c.ext.Preempt(Proposal(preemptor));
+  ASSERT_EQ(r.victims.size(), 1u);
+  ASSERT_TRUE(r.victims.contains("n1"));
+  EXPECT_EQ(r.victims["n1"], std::vector<std::string>{"uid-cheap-0"});
+  c.ext.DrainForTest();
+  auto evictions = c.writer.CallsOf("evict");
+  ASSERT_EQ(evictions.size(), 1u);  // the gang's member on the other node goes too
+  EXPECT_EQ(evictions[0].target, "default/cheap-1");
+}
+
+TEST_F(PreemptFixture, VetoesWhenAVictimIsNotOfALowerTier) {
+  PodInfo preemptor = GpuPod("std", 8, 100);  // same tier (spot) as the victims
+  PreemptResult r = c.ext.Preempt(Proposal(preemptor));
+  EXPECT_TRUE(r.victims.empty());
+  c.ext.DrainForTest();
+  EXPECT_TRUE(c.writer.CallsOf("evict").empty());
+}
+
+TEST_F(PreemptFixture, VetoesPartialGangVictimsWhoseGangHasAProtectedMember) {
+  // A high-tier member joins gang "cheap": the gang is no longer a lower-tier whole.
+  PodInfo p = GangPod("cheap", 2, 1, 2, 10000);
+  p.gated = false;
+  p.node_name = "n0";
+  c.ext.OnPod(p);
+  PreemptArgs a;
+  a.pod = GpuPod("hi", 8, 10000);
+  a.victims["n1"] = {"uid-cheap-0"};
+  EXPECT_TRUE(c.ext.Preempt(a).victims.empty());
+}
+
+TEST_F(PreemptFixture, VetoesWhenTheVictimsDoNotMakeRoom) {
+  PreemptArgs a;
+  a.pod = GpuPod("hi", 8, 10000);
+  a.victims["n0"] = {"uid-costly-0"};  // 4 of 8 GPUs freed: its gang mate frees the rest -> fits
+  EXPECT_FALSE(c.ext.Preempt(a).victims.empty());
+  PreemptArgs b;
+  b.pod = GpuPod("hi2", 8, 10000);
+  b.victims["n1"] = {"uid-unknown"};  // frees nothing we know of
+  EXPECT_TRUE(c.ext.Preempt(b).victims.empty());
+}
+
+TEST_F(PreemptFixture, TrainingJobNeedingNoticeGetsAPreemptRequestAndAVeto) {
+  c.ext.OnTrainingJob({"default", "cheap-job", 10, 30, ""});
+  PreemptResult r = c.ext.Preempt(Proposal(GpuPod("hi", 8, 10000)));
+  EXPECT_TRUE(r.victims.empty());
+  c.ext.DrainForTest();
+  auto requests = c.writer.CallsOf("preempt-request");
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].target, "default/cheap-job");
+  auto body = json::Parse(requests[0].value);
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ((*body)["preemptor"], "default/hi");
+  EXPECT_TRUE(body->contains("deadline"));
+  EXPECT_TRUE(body->contains("requestId"));
+  EXPECT_TRUE(c.writer.CallsOf("evict").empty());
+}
+
+TEST(ExplainTest, SaysWhyANonGangPodIsPending) {
+  TestCluster c;
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("n")).ok());
+  c.ext.OnPod(GpuPod("big", 8, 0, "n"));
+  PodInfo pod = GpuPod("p", 4, 1000000);
+  c.ext.OnPod(pod);
+  c.ext.Filter(Args(pod, {"n"}));
+  const std::string why = c.ext.Explain("default/p");
+  EXPECT_NE(why.find("pending"), std::string::npos) << why;
+  EXPECT_NE(why.find("0 of 1 candidate nodes fit"), std::string::npos) << why;
+  EXPECT_NE(c.ext.Explain("default/nobody").find("not known"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace phalanx::extender::testing

@@ -1,0 +1,112 @@
+// Wire format edge cases: nulls, missing lists, malformed JSON, exact reply shapes.
+#include <gtest/gtest.h>
+
+#include "extender/wire.h"
+
+namespace phalanx::extender {
+namespace {
+
+constexpr std::string_view kPod =
+    R"({"metadata":{"name":"p","namespace":"ns","uid":"u1"},"spec":{"containers":[{"name":"c",)"
+    R"("resources":{"limits":{"nvidia.com/gpu":"2"}}}]}})";
+
+std::string Body(std::string_view rest) { return std::string(R"({"Pod":)") + std::string(kPod) + std::string(rest) + "}"; }
+
+TEST(WireTest, ParsesNodeNamesWithNodesNull) {
+  json::FastJsonParser parser;
+  auto args = ParseFilterArgs(Body(R"(,"Nodes":null,"NodeNames":["a","b"])"), parser);
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_EQ(args->node_names, (std::vector<std::string_view>{"a", "b"}));
+  EXPECT_FALSE(args->full_nodes);
+  EXPECT_EQ(args->pod.gpus, 2);
+  EXPECT_EQ(args->pod.gpu_container, "c");
+  EXPECT_EQ(args->pod.Key(), "ns/p");
+}
+
+TEST(WireTest, MissingOrNullListsMeanNoCandidates) {
+  json::FastJsonParser parser;
+  for (const char* rest : {"", R"(,"NodeNames":null)", R"(,"Nodes":null,"NodeNames":null)", R"(,"NodeNames":[])"}) {
+    auto args = ParseFilterArgs(Body(rest), parser);
+    ASSERT_TRUE(args.ok()) << rest;
+    EXPECT_TRUE(args->node_names.empty()) << rest;
+  }
+}
+
+TEST(WireTest, FullNodesListGivesNamesAndRawItems) {
+  json::FastJsonParser parser;
+  auto args = ParseFilterArgs(
+      Body(R"(,"Nodes":{"metadata":{},"items":[{"metadata":{"name":"n1"}},{"metadata":{"name":"n2"}}]},"NodeNames":null)"),
+      parser);
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_TRUE(args->full_nodes);
+  EXPECT_EQ(args->node_names, (std::vector<std::string_view>{"n1", "n2"}));
+  ASSERT_EQ(args->raw_nodes.size(), 2u);
+  EXPECT_EQ(args->raw_nodes[1], R"({"metadata":{"name":"n2"}})");
+}
+
+TEST(WireTest, RejectsMalformedInputWithAClearMessage) {
+  json::FastJsonParser parser;
+  struct Case {
+    std::string body;
+    std::string expect;
+  };
+  for (const Case& c : std::vector<Case>{{"{", "JSON"},
+                                         {"[]", "expected an object"},
+                                         {R"({"NodeNames":["a"]})", "Pod: missing"},
+                                         {R"({"Pod":null,"NodeNames":["a"]})", "Pod: missing"},
+                                         {Body(R"(,"NodeNames":"a")"), "NodeNames: expected an array"},
+                                         {Body(R"(,"NodeNames":[1])"), "NodeNames[]"},
+                                         {R"({"Pod":{"metadata":{"name":"p","uid":"u"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1.5"}}}]}}})",
+                                          "nvidia.com/gpu"}}) {
+    auto args = ParseFilterArgs(c.body, parser);
+    ASSERT_FALSE(args.ok()) << c.body;
+    EXPECT_NE(std::string(args.status().message()).find(c.expect), std::string::npos)
+        << c.body << " -> " << args.status().message();
+  }
+}
+
+TEST(WireTest, EncodesFilterResultWithGoFieldNames) {
+  FilterResult r;
+  r.passed = {"a"};
+  r.failed = {{"b", "Insufficient \"gpu\""}};
+  EXPECT_EQ(EncodeFilterResult(r),
+            R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"Insufficient \"gpu\""},)"
+            R"("FailedAndUnresolvableNodes":{},"Error":""})");
+  FilterResult empty;
+  EXPECT_EQ(EncodeFilterResult(empty),
+            R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""})");
+}
+
+TEST(WireTest, EncodesPrioritiesAsABareArray) {
+  EXPECT_EQ(EncodeHostPriorities({{"a", 10}, {"b", 0}}), R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])");
+  EXPECT_EQ(EncodeHostPriorities({}), "[]");
+}
+
+TEST(WireTest, PreemptMetaVictimsRoundTrip) {
+  auto args = ParsePreemptArgs(std::string(R"({"Pod":)") + std::string(kPod) +
+                               R"(,"NodeNameToVictims":null,"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"v1"}],"NumPDBViolations":1}}})");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_TRUE(args->meta);
+  EXPECT_EQ(args->victims.at("n"), std::vector<std::string>{"v1"});
+  PreemptResult r;
+  r.victims["n"] = {"v1"};
+  r.pdb_violations["n"] = 1;
+  EXPECT_EQ(EncodePreemptResult(r, *args),
+            R"({"NodeNameToVictims":null,"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"v1"}],"NumPDBViolations":1}}})");
+  PreemptResult veto;
+  EXPECT_EQ(EncodePreemptResult(veto, *args), R"({"NodeNameToVictims":null,"NodeNameToMetaVictims":{}})");
+}
+
+TEST(WireTest, BindArgsNeedNameNamespaceAndNode) {
+  auto ok = ParseBindArgs(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"n"})");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->node, "n");
+  auto missing = ParseBindArgs(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":null})");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(std::string(missing.status().message()).find("Node"), std::string::npos);
+  EXPECT_FALSE(ParseBindArgs(R"({"PodName":5})").ok());
+  EXPECT_EQ(EncodeBindResult("x\"y"), R"({"Error":"x\"y"})");
+}
+
+}  // namespace
+}  // namespace phalanx::extender
