@@ -158,6 +158,7 @@ struct TrainingJobStatus {
   std::optional<SystemTime> completion_time;
   int64_t observed_generation = 0;
   int32_t replicas = 0;   // live pods of the current attempt (scale subresource)
+  int32_t gpus = 0;       // replicas * gpusPerReplica (printer column)
   std::string selector;   // label selector of the job's pods (scale subresource)
   std::optional<SystemTime> attempt_start_time;  // current attempt's pods created
   std::string resume_from;  // PHALANX_RESUME_FROM of the current attempt (same for every rank)

@@ -283,6 +283,7 @@ Result<TrainingJobStatus> DecodeStatus(const Json& status_json) {
   s.completion_time = Time(r, "completionTime");
   s.observed_generation = r.Int("observedGeneration").value_or(0);
   s.replicas = Int32(r, "replicas").value_or(0);
+  s.gpus = Int32(r, "gpus").value_or(0);
   s.selector = r.String("selector").value_or("");
   s.attempt_start_time = Time(r, "attemptStartTime");
   s.running_since = Time(r, "runningSince");
@@ -366,6 +367,7 @@ Json EncodeStatus(const TrainingJobStatus& s) {
   PutTime(out, "completionTime", s.completion_time);
   out["observedGeneration"] = s.observed_generation;
   out["replicas"] = s.replicas;
+  out["gpus"] = s.gpus;
   if (!s.selector.empty()) out["selector"] = s.selector;
   PutTime(out, "attemptStartTime", s.attempt_start_time);
   PutTime(out, "runningSince", s.running_since);

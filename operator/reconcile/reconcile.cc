@@ -105,6 +105,7 @@ ReconcilePlan Reconciliation::Run() {
   } else {
     st_.observed_generation = job_.meta.generation;
     st_.selector = JobSelector(job_.meta.name);
+    st_.gpus = spec_.TotalGpus();
     if (IsTerminal(st_.phase)) {
       Terminal();
     } else {
