@@ -166,6 +166,32 @@ TEST(ChartContractTest, ApiRequestTableParsesAndNamesEveryComponent) {
   EXPECT_TRUE(has("operator", "create", "tokenreviews"));
 }
 
+// Leaf value paths of values.yaml ("scheduler.extender.weight"); free-form maps are leaves.
+void LeafPaths(const YAML::Node& n, const std::string& prefix, std::vector<std::string>* out) {
+  static const std::set<std::string> kFreeForm = {"resources", "nodeSelector", "tolerations", "affinity",
+                                                  "podAnnotations", "commonLabels", "labels", "updateStrategy"};
+  for (const auto& kv : n) {
+    const std::string key = kv.first.as<std::string>();
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (kv.second.IsMap() && kv.second.size() > 0 && !kFreeForm.count(key)) {
+      LeafPaths(kv.second, path, out);
+    } else {
+      out->push_back(path);
+    }
+  }
+}
+
+TEST(ChartDocsTest, ConfigurationReferenceDocumentsEveryValue) {
+  const std::string doc = ReadFile(SourceDir() + "/docs/configuration.md");
+  ASSERT_FALSE(doc.empty());
+  std::vector<std::string> paths;
+  LeafPaths(LoadValues(), "", &paths);
+  EXPECT_GE(paths.size(), 60u);
+  for (const auto& p : paths) {
+    EXPECT_NE(doc.find("`" + p + "`"), std::string::npos) << "docs/configuration.md does not document " << p;
+  }
+}
+
 // --- examples -----------------------------------------------------------------------------
 
 std::vector<YAML::Node> PodSpecsOf(const std::vector<YAML::Node>& docs) {
