@@ -5,16 +5,19 @@
 //
 //   best-fit  the artifact's BestFit: min of 0.5 (free CPU - req)/max CPU + 0.5 (free GPU
 //             - req)/max GPU over feasible nodes; shares go to the fullest GPU that fits.
-//   fgd       core/placement FragmentationDelta: the node and GPUs whose placement grows
-//             FGD fragmentation least (task mix = the inflated list's GPU pod shapes).
+//   fgd       FGD: the node and GPUs whose placement grows fragmentation least. Per task
+//             type core/placement NodeFragmentationMilli, plus the "lacks CPU" case
+//             (all free GPUs fragmented) evaluated here; task types = (CPU, GPUs, milli)
+//             of the inflated list's GPU pods.
 //   phalanx   core/placement ScoreNode (the extender's node score: bin packing on GPUs,
 //             topology unknown here), highest score over feasible nodes.
 // The ledger is core placement::ClusterState (fractional shares in milli-GPUs); CPU and
 // memory, which Phalanx's ledger does not track, are a side table here so the same nodes
-// are feasible as in the artifact. CPU-only pods are placed best-fit under every scorer.
-// Differences from the artifact: its inflation (TunePodsByNodeTotalResource) and
-// tie-breaking (random among equal integer scores) are approximated: pods are sampled
-// with replacement until the GPU request reaches 130%, ties go to the lower node index.
+// are feasible as in the artifact. CPU-only pods are placed best-fit under best-fit and
+// phalanx, by the fragmentation delta under fgd. Ties between equal scores are broken
+// at random (seeded), as kube-scheduler does. Approximated: the artifact's inflation
+// (TunePodsByNodeTotalResource): pods are sampled with replacement until the GPU
+// request reaches 130% of capacity.
 //
 // Usage: sim_fgd_validation [--traces DIR] [--seeds N]   (DIR defaults to
 // $PHALANX_SHARED_DIR/traces, else <source>/../shared/traces).
@@ -24,6 +27,8 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <tuple>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -107,6 +112,31 @@ Result<std::vector<PodRow>> ReadPods(const std::string& path) {
 
 enum class Scorer { kBestFit, kFgd, kPhalanx };
 
+// FGD's task types carry a CPU demand: on a node without that much free CPU the task
+// cannot use any GPU, so all of the node's free GPU capacity counts as fragmented for
+// it (the "lacks CPU" case core/placement leaves out, its ledger having no CPU).
+struct CpuShape {
+  int64_t cpu = 0;
+  placement::TaskShape gpu;
+};
+
+double CpuAwareFragmentation(std::span<const int> free, int64_t cpu_free, std::span<const CpuShape> shapes) {
+  int total = 0;
+  for (int f : free) total += f;
+  double frag = 0;
+  for (const CpuShape& s : shapes)
+    frag += s.gpu.popularity * (cpu_free < s.cpu ? total : placement::NodeFragmentationMilli(free, s.gpu));
+  return frag;
+}
+
+double CpuAwareDelta(std::span<const int> free, int64_t cpu_free, GpuMask gpus, const PodRow& p,
+                     std::span<const CpuShape> shapes) {
+  std::vector<int> after(free.begin(), free.end());
+  for (size_t g = 0; g < after.size(); ++g)
+    if (gpus & (GpuMask{1} << g)) after[g] = std::max(0, after[g] - p.milli);
+  return CpuAwareFragmentation(after, cpu_free - p.cpu, shapes) - CpuAwareFragmentation(free, cpu_free, shapes);
+}
+
 struct Replay {
   ClusterState state{std::vector<std::string>{}};
   std::vector<NodeRow> nodes;
@@ -170,7 +200,8 @@ void Place(Replay& r, NodeIndex n, const PodRow& p, GpuMask gpus) {
   Refresh(r, n);
 }
 
-void Schedule(Replay& r, const PodRow& p, Scorer scorer, std::span<const placement::TaskShape> shapes) {
+void Schedule(Replay& r, const PodRow& p, Scorer scorer, std::span<const CpuShape> shapes, std::mt19937_64& rng) {
+  int ties = 0;
   NodeIndex best = placement::kNoNode;
   GpuMask best_gpus = 0;
   double best_score = 0;
@@ -185,16 +216,16 @@ void Schedule(Replay& r, const PodRow& p, Scorer scorer, std::span<const placeme
       if (gpus == 0) continue;
     }
     double score = 0;  // lower is better
-    if (p.gpus == 0 || scorer == Scorer::kBestFit) {
-      score = BestFitScore(r, n, p);
+    if (scorer == Scorer::kBestFit || (p.gpus == 0 && scorer == Scorer::kPhalanx)) {
+      // The artifact's integer score (0..100, truncated); equal scores tie.
+      score = -std::floor((1.0 - BestFitScore(r, n, p)) * 100);
     } else if (scorer == Scorer::kFgd) {
-      const placement::TaskShape task{.gpus = p.gpus, .milli = p.milli};
       const auto& free = r.free_milli[i];
       if (share) {  // every GPU that fits: keep the one growing fragmentation least
         double best_delta = 0;
         for (size_t g = 0; g < free.size(); ++g) {
           if (free[g] < p.milli) continue;
-          const double d = placement::FragmentationDelta(free, GpuMask{1} << g, task, shapes);
+          const double d = CpuAwareDelta(free, r.cpu_free[i], GpuMask{1} << g, p, shapes);
           if (!gpus || d < best_delta) {
             best_delta = d;
             gpus = GpuMask{1} << g;
@@ -202,7 +233,7 @@ void Schedule(Replay& r, const PodRow& p, Scorer scorer, std::span<const placeme
         }
         score = best_delta;
       } else {
-        score = placement::FragmentationDelta(free, gpus, task, shapes);
+        score = CpuAwareDelta(free, r.cpu_free[i], gpus, p, shapes);
       }
     } else {
       placement::PodRequest req{.gpus = p.gpus, .milli = p.milli};
@@ -211,9 +242,14 @@ void Schedule(Replay& r, const PodRow& p, Scorer scorer, std::span<const placeme
       score = -sc->total;
       gpus = sc->gpus;
     }
+    // Ties: uniformly at random among the best (kube-scheduler's selectHost).
     if (best == placement::kNoNode || score < best_score) {
       best = n;
       best_score = score;
+      best_gpus = gpus;
+      ties = 1;
+    } else if (score == best_score && std::uniform_int_distribution<int>(0, ties++)(rng) == 0) {
+      best = n;
       best_gpus = gpus;
     }
   }
@@ -251,18 +287,19 @@ std::vector<double> RunOnce(const std::vector<NodeRow>& nodes, const std::vector
     requested += list.back().GpuMilli();
   }
   std::shuffle(list.begin(), list.end(), rng);
-  std::map<std::pair<int, int>, double> mix;
+  std::map<std::tuple<int64_t, int, int>, double> mix;
   for (const PodRow& p : list)
-    if (p.gpus > 0) mix[{p.gpus, p.milli}] += 1;
-  std::vector<placement::TaskShape> shapes;
-  for (const auto& [k, v] : mix) shapes.push_back({.gpus = k.first, .milli = k.second, .popularity = v});
+    if (p.gpus > 0) mix[{p.cpu, p.gpus, p.milli}] += 1.0 / static_cast<double>(list.size());
+  std::vector<CpuShape> shapes;
+  for (const auto& [k, v] : mix)
+    shapes.push_back({std::get<0>(k), {.gpus = std::get<1>(k), .milli = std::get<2>(k), .popularity = v}});
 
   std::vector<double> curve(131, 0);
   int64_t arrived = 0;
   size_t next = 0;
   for (const PodRow& p : list) {
     arrived += p.GpuMilli();
-    Schedule(r, p, scorer, shapes);
+    Schedule(r, p, scorer, shapes, rng);
     while (next <= 130 && arrived * 100 >= static_cast<int64_t>(next) * capacity) {
       curve[next++] = 100.0 * static_cast<double>(r.allocated_milli) / static_cast<double>(capacity);
     }
