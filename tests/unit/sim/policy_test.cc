@@ -125,6 +125,20 @@ TEST(PolicyTest, PhalanxKeepsMultiNodeGangsInOneRack) {
   EXPECT_EQ(fifo.report.multi_node_gangs_in_one_rack, 0);
 }
 
+TEST(PolicyTest, PhalanxHeadOfLineHoldBlocksLaterGangsButNotSinglePods) {
+  // Two 8-GPU nodes, node 0 busy until t=1000. Gang G1 (2 x 8) cannot fit at t=1 and
+  // holds the pool's head for 300 s. Gang G2 (2 x 3) would fit on node 1 at t=2 but
+  // waits behind the hold until t=301; the single pod S (2 GPUs, t=3) passes at once.
+  Workload w = MakeWorkload({MakeJob(0, 1000, 1, 8), MakeJob(1, 100, 2, 8), MakeJob(2, 100, 2, 3),
+                             MakeJob(3, 100, 1, 2)});
+  const JobId g2 = 2, s = 3;
+  Replay phx = Simulate("phalanx", w, Cluster(2, 8));
+  EXPECT_DOUBLE_EQ(phx.sim->run(s).first_start, 3);
+  EXPECT_DOUBLE_EQ(phx.sim->run(g2).first_start, 301);
+  Replay pack = Simulate("gang-binpack", w, Cluster(2, 8));
+  EXPECT_DOUBLE_EQ(pack.sim->run(g2).first_start, 2);
+}
+
 TEST(PolicyTest, UnknownPolicyNamesTheValidOnes) {
   auto p = MakePolicy("fifo");
   ASSERT_FALSE(p.ok());
