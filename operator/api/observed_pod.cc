@@ -58,6 +58,12 @@ Result<ObservedPod> DecodeObservedPod(const json::Json& obj) {
   const json::Json* meta = obj.contains("metadata") ? &obj["metadata"] : nullptr;
   FieldReader m(meta, "metadata");
   pod.name = m.String("name").value_or("");
+  pod.namespace_ = m.String("namespace").value_or("");
+  if (const json::Json* owners = m.Raw("ownerReferences"); owners != nullptr && owners->is_array()) {
+    for (const auto& o : *owners) {
+      if (o.is_object() && o.value("controller", false)) pod.controller_uid = o.value("uid", std::string());
+    }
+  }
   pod.uid = m.String("uid").value_or("");
   pod.resource_version = m.String("resourceVersion").value_or("");
   if (auto d = m.String("deletionTimestamp")) {
@@ -66,6 +72,9 @@ Result<ObservedPod> DecodeObservedPod(const json::Json& obj) {
     pod.deletion_timestamp = *t;
   }
   const json::Json* labels = m.Raw("labels");
+  if (labels != nullptr && labels->is_object()) {
+    if (auto it = labels->find(kLabelJobName); it != labels->end() && it->is_string()) pod.job_name = it->get<std::string>();
+  }
   pod.attempt = ParseLabelInt(labels, kLabelAttempt);
   pod.index = ParseLabelInt(labels, kLabelReplicaIndex);
   if (const json::Json* f = m.Raw("finalizers"); f != nullptr && f->is_array()) {

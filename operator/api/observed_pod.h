@@ -25,7 +25,10 @@ struct ObservedContainer {
 };
 
 struct ObservedPod {
+  std::string namespace_;
   std::string name;
+  std::string job_name;        // label phalanx.io/job-name
+  std::string controller_uid;  // uid of the controller ownerReference
   std::string uid;
   std::string resource_version;
   int32_t attempt = -1;  // label phalanx.io/attempt; -1 when missing or malformed

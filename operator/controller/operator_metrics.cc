@@ -1,0 +1,83 @@
+#include "operator/controller/operator_metrics.h"
+
+#include <algorithm>
+
+#include "core/metrics/buckets.h"
+
+namespace phalanx::op {
+
+Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::Create(metrics::Registry& registry) {
+  std::unique_ptr<OperatorMetrics> m(new OperatorMetrics());
+  PHX_ASSIGN_OR_RETURN(m->phase_, registry.AddGauge("phalanx_trainingjob_phase",
+                                                    "TrainingJobs per phase.", {"phase"}));
+  PHX_ASSIGN_OR_RETURN(m->restarts_, registry.AddCounter("phalanx_trainingjob_restarts_total",
+                                                         "Whole-gang restarts by class (Failure, Disruption, Update, Suspend) and reason.",
+                                                         {"class", "reason"}));
+  PHX_ASSIGN_OR_RETURN(auto lost, registry.AddCounter("phalanx_trainingjob_lost_gpu_seconds_total",
+                                                      "GPU-seconds of work lost since the last checkpoint when gangs stopped."));
+  PHX_ASSIGN_OR_RETURN(m->lost_gpu_seconds_, lost->WithLabels({}));
+  PHX_ASSIGN_OR_RETURN(auto age, registry.AddGauge("phalanx_trainingjob_checkpoint_age_seconds",
+                                                   "Oldest last-committed checkpoint among running TrainingJobs."));
+  PHX_ASSIGN_OR_RETURN(m->checkpoint_age_, age->WithLabels({}));
+  PHX_ASSIGN_OR_RETURN(auto buckets, metrics::ExponentialBuckets(0.05, 2, 14));
+  PHX_ASSIGN_OR_RETURN(auto ttr, registry.AddHistogram("phalanx_trainingjob_time_to_restart_seconds",
+                                                       "Last pod of the old gang gone -> new gang created.", {}, buckets));
+  PHX_ASSIGN_OR_RETURN(m->time_to_restart_, ttr->WithLabels({}));
+  PHX_ASSIGN_OR_RETURN(auto rd, registry.AddHistogram("phalanx_operator_reconcile_duration_seconds",
+                                                      "Time to reconcile one TrainingJob, API calls included.", {},
+                                                      metrics::DefaultLatencyBuckets()));
+  PHX_ASSIGN_OR_RETURN(m->reconcile_duration_, rd->WithLabels({}));
+  PHX_ASSIGN_OR_RETURN(auto rt, registry.AddCounter("phalanx_operator_reconcile_total", "Reconciles by result.", {"result"}));
+  PHX_ASSIGN_OR_RETURN(m->reconcile_ok_, rt->WithLabels({"success"}));
+  PHX_ASSIGN_OR_RETURN(m->reconcile_errors_, rt->WithLabels({"error"}));
+  PHX_ASSIGN_OR_RETURN(auto depth, registry.AddGauge("phalanx_operator_workqueue_depth", "Keys waiting in the work queue."));
+  PHX_ASSIGN_OR_RETURN(m->queue_depth_, depth->WithLabels({}));
+  for (Phase p : {Phase::kPending, Phase::kQueued, Phase::kStarting, Phase::kRunning, Phase::kRestarting,
+                  Phase::kSuspended, Phase::kSucceeded, Phase::kFailed}) {
+    PHX_ASSIGN_OR_RETURN(auto g, m->phase_->WithLabels({std::string(PhaseName(p))}));
+    g->Set(0);
+  }
+  return m;
+}
+
+void OperatorMetrics::ObserveReconcile(double seconds, bool ok) {
+  reconcile_duration_->Observe(seconds);
+  (ok ? reconcile_ok_ : reconcile_errors_)->Inc();
+}
+
+void OperatorMetrics::CountRestart(RestartClass c, const std::string& reason) {
+  auto counter = restarts_->WithLabels({std::string(RestartClassName(c)), reason});
+  if (counter.ok()) (*counter)->Inc();
+}
+
+void OperatorMetrics::AddLostGpuSeconds(double seconds) { lost_gpu_seconds_->Add(seconds); }
+void OperatorMetrics::ObserveTimeToRestart(double seconds) { time_to_restart_->Observe(seconds); }
+
+void OperatorMetrics::SetJob(const std::string& key, Phase phase, double checkpoint_age_seconds) {
+  std::lock_guard lock(mu_);
+  jobs_[key] = {phase, checkpoint_age_seconds};
+  RefreshLocked();
+}
+
+void OperatorMetrics::ForgetJob(const std::string& key) {
+  std::lock_guard lock(mu_);
+  jobs_.erase(key);
+  RefreshLocked();
+}
+
+void OperatorMetrics::RefreshLocked() {
+  std::map<Phase, int> counts;
+  double oldest = 0;
+  for (const auto& [_, v] : jobs_) {
+    ++counts[v.first];
+    if (v.first == Phase::kRunning) oldest = std::max(oldest, v.second);
+  }
+  for (Phase p : {Phase::kPending, Phase::kQueued, Phase::kStarting, Phase::kRunning, Phase::kRestarting,
+                  Phase::kSuspended, Phase::kSucceeded, Phase::kFailed}) {
+    auto g = phase_->WithLabels({std::string(PhaseName(p))});
+    if (g.ok()) (*g)->Set(counts[p]);
+  }
+  checkpoint_age_->Set(oldest);
+}
+
+}  // namespace phalanx::op

@@ -1,0 +1,46 @@
+// The operator's Prometheus metrics, declared once (STYLE §2.5) and passed by reference.
+// Names follow issue 6 (they take precedence over STYLE's examples). Thread-safe.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "core/base/result.h"
+#include "core/metrics/registry.h"
+#include "operator/api/training_job.h"
+
+namespace phalanx::op {
+
+class OperatorMetrics {
+ public:
+  static Result<std::unique_ptr<OperatorMetrics>> Create(metrics::Registry& registry);
+
+  void ObserveReconcile(double seconds, bool ok);
+  void CountRestart(RestartClass c, const std::string& reason);
+  void AddLostGpuSeconds(double seconds);
+  void ObserveTimeToRestart(double seconds);
+  // Per-job phase and checkpoint age; gauges aggregate over jobs (bounded labels).
+  void SetJob(const std::string& key, Phase phase, double checkpoint_age_seconds);
+  void ForgetJob(const std::string& key);
+  void SetQueueDepth(double depth) { queue_depth_->Set(depth); }
+
+ private:
+  OperatorMetrics() = default;
+  void RefreshLocked();
+
+  metrics::GaugeFamily* phase_ = nullptr;
+  metrics::CounterFamily* restarts_ = nullptr;
+  metrics::Counter* lost_gpu_seconds_ = nullptr;
+  metrics::Gauge* checkpoint_age_ = nullptr;
+  metrics::Histogram* time_to_restart_ = nullptr;
+  metrics::Histogram* reconcile_duration_ = nullptr;
+  metrics::Counter* reconcile_errors_ = nullptr;
+  metrics::Counter* reconcile_ok_ = nullptr;
+  metrics::Gauge* queue_depth_ = nullptr;
+
+  std::mutex mu_;
+  std::map<std::string, std::pair<Phase, double>> jobs_;  // guarded by mu_
+};
+
+}  // namespace phalanx::op
