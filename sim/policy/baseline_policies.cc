@@ -1,5 +1,7 @@
 // The three baseline policies (policies.h). Their placement is in baseline_placement.h.
+#include <algorithm>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -22,25 +24,47 @@ bool TryStartWhole(Simulator& sim, JobId id, NodeOrder order) {
   return placed && sim.StartJob(id, *placed).ok();
 }
 
-// Jobs waiting, in (priority desc, arrival) order.
+// Jobs waiting, in (priority desc, arrival) order. A pass walks the whole queue only
+// after GPUs were released (or a timer fired); otherwise only the arrivals since the
+// last pass can fit (whatever failed before still fails), so only they are tried. This
+// keeps long queues (k8s-default starving big pods) from making every pass O(queue).
 class OrderedQueue {
  public:
-  void Push(int priority, JobId id) { set_.emplace(-priority, seq_++, id); }
-  template <typename Fn>  // fn(id) -> true to remove the job
-  void ForEach(Fn&& fn) {
-    for (auto it = set_.begin(); it != set_.end();) {
-      if (fn(std::get<2>(*it))) {
-        it = set_.erase(it);
-      } else {
-        ++it;
+  using Key = std::tuple<int, uint64_t, JobId>;
+  void Push(int priority, JobId id) {
+    Key k{-priority, seq_++, id};
+    set_.insert(k);
+    arrivals_.push_back(k);
+  }
+  template <typename Fn>  // fn(id) -> true to remove the job; stops early if stop() is true
+  void Pass(const Simulator& sim, Fn&& fn) {
+    const bool full = sim.release_epoch() != seen_epoch_;
+    seen_epoch_ = sim.release_epoch();
+    if (full) {
+      for (auto it = set_.begin(); it != set_.end() && !Exhausted(sim);) {
+        it = fn(std::get<2>(*it)) ? set_.erase(it) : std::next(it);
+      }
+    } else {
+      std::sort(arrivals_.begin(), arrivals_.end());
+      for (const Key& k : arrivals_) {
+        if (Exhausted(sim)) break;
+        auto it = set_.find(k);
+        if (it != set_.end() && fn(std::get<2>(k))) set_.erase(it);
       }
     }
+    arrivals_.clear();
   }
-  bool empty() const { return set_.empty(); }
+  void NoteShare(bool share) { has_shares_ = has_shares_ || share; }
 
  private:
-  std::set<std::tuple<int, uint64_t, JobId>> set_;
+  // No free whole GPU anywhere and no shares in play: nothing else can start.
+  bool Exhausted(const Simulator& sim) const { return !has_shares_ && sim.state().FreeGpus() == 0; }
+
+  std::set<Key> set_;
+  std::vector<Key> arrivals_;
   uint64_t seq_ = 0;
+  uint64_t seen_epoch_ = ~uint64_t{0};
+  bool has_shares_ = false;
 };
 
 // Within one pass, a failed shape stays failed: free GPUs only shrink as the pass
@@ -78,10 +102,13 @@ class GangFifoPolicy final : public Policy {
 class GangBinpackPolicy final : public Policy {
  public:
   std::string name() const override { return "gang-binpack"; }
-  void OnQueued(Simulator& sim, JobId id) override { queue_.Push(sim.job(id).priority, id); }
+  void OnQueued(Simulator& sim, JobId id) override {
+    queue_.NoteShare(sim.job(id).IsShare());
+    queue_.Push(sim.job(id).priority, id);
+  }
   void Schedule(Simulator& sim) override {
     FailedShapes failed;
-    queue_.ForEach([&](JobId id) {
+    queue_.Pass(sim, [&](JobId id) {
       const Job& j = sim.job(id);
       if (failed.Known(j)) return false;
       if (TryStartWhole(sim, id, NodeOrder::kBestFit)) return true;
@@ -97,10 +124,13 @@ class GangBinpackPolicy final : public Policy {
 class K8sDefaultPolicy final : public Policy {
  public:
   std::string name() const override { return "k8s-default"; }
-  void OnQueued(Simulator& sim, JobId id) override { queue_.Push(sim.job(id).priority, id); }
+  void OnQueued(Simulator& sim, JobId id) override {
+    queue_.NoteShare(sim.job(id).IsShare());
+    queue_.Push(sim.job(id).priority, id);
+  }
   void Schedule(Simulator& sim) override {
     FailedShapes failed;
-    queue_.ForEach([&](JobId id) {
+    queue_.Pass(sim, [&](JobId id) {
       const Job& j = sim.job(id);
       if (j.IsShare()) {
         if (failed.Known(j)) return false;
