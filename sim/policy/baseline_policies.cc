@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <deque>
 #include <iterator>
+#include <queue>
+#include <unordered_map>
 #include <map>
 #include <set>
 #include <tuple>
@@ -24,43 +26,83 @@ bool TryStartWhole(Simulator& sim, JobId id, NodeOrder order) {
   return placed && sim.StartJob(id, *placed).ok();
 }
 
-// Jobs waiting, in (priority desc, arrival) order. A pass walks the whole queue only
-// after GPUs were released (or a timer fired); otherwise only the arrivals since the
-// last pass can fit (whatever failed before still fails), so only they are tried. This
-// keeps long queues (k8s-default starving big pods) from making every pass O(queue).
+// Jobs waiting, in (priority desc, arrival) order, bucketed by shape. Two shortcuts
+// keep passes cheap on long queues (k8s-default starving big pods) without changing
+// any decision:
+//   - a full pass merges the per-shape queues in global order and drops a shape from
+//     the pass as soon as one of its jobs fails: free GPUs only shrink during a pass
+//     and each baseline's fit test depends only on the shape, so the rest of that
+//     shape would fail too;
+//   - when nothing was released since the last pass (no finish, preemption or timer),
+//     only the arrivals since then are tried: whatever failed before still fails.
 class OrderedQueue {
  public:
   using Key = std::tuple<int, uint64_t, JobId>;
-  void Push(int priority, JobId id) {
-    Key k{-priority, seq_++, id};
-    set_.insert(k);
+  // (pool, GPUs per member, milli, members); per-pod policies pass members = 1.
+  using Shape = std::tuple<std::string, int, int, int>;
+
+  void Push(const Job& j, bool per_pod) {
+    Key k{-j.priority, seq_++, j.id};
+    Shape shape{j.pool.value_or("*"), j.gpus_per_replica, j.milli, per_pod ? 1 : j.replicas};
+    by_shape_[shape].insert(k);
+    shape_of_.emplace(j.id, std::move(shape));
     arrivals_.push_back(k);
+    has_shares_ = has_shares_ || j.IsShare();
   }
-  template <typename Fn>  // fn(id) -> true to remove the job; stops early if stop() is true
+
+  // fn(id) -> true if the job started (it leaves the queue), false if it failed.
+  template <typename Fn>
   void Pass(const Simulator& sim, Fn&& fn) {
     const bool full = sim.release_epoch() != seen_epoch_;
     seen_epoch_ = sim.release_epoch();
     if (full) {
-      for (auto it = set_.begin(); it != set_.end() && !Exhausted(sim);) {
-        it = fn(std::get<2>(*it)) ? set_.erase(it) : std::next(it);
-      }
+      FullPass(sim, fn);
     } else {
       std::sort(arrivals_.begin(), arrivals_.end());
       for (const Key& k : arrivals_) {
         if (Exhausted(sim)) break;
-        auto it = set_.find(k);
-        if (it != set_.end() && fn(std::get<2>(k))) set_.erase(it);
+        const JobId id = std::get<2>(k);
+        auto shape = shape_of_.find(id);
+        if (shape == shape_of_.end()) continue;  // already started
+        if (fn(id)) Erase(shape, k);
       }
     }
     arrivals_.clear();
   }
-  void NoteShare(bool share) { has_shares_ = has_shares_ || share; }
 
  private:
+  using ShapeMap = std::map<Shape, std::set<Key>>;
+
+  template <typename Fn>
+  void FullPass(const Simulator& sim, Fn&& fn) {
+    using Head = std::pair<Key, ShapeMap::iterator>;
+    auto later = [](const Head& a, const Head& b) { return a.first > b.first; };
+    std::priority_queue<Head, std::vector<Head>, decltype(later)> heads(later);
+    for (auto it = by_shape_.begin(); it != by_shape_.end(); ++it)
+      if (!it->second.empty()) heads.emplace(*it->second.begin(), it);
+    while (!heads.empty() && !Exhausted(sim)) {
+      auto [k, shape_it] = heads.top();
+      heads.pop();
+      const JobId id = std::get<2>(k);
+      if (!fn(id)) continue;  // this shape is done for the pass
+      auto next = shape_it->second.upper_bound(k);
+      if (next != shape_it->second.end()) heads.emplace(*next, shape_it);
+      Erase(shape_of_.find(id), k);
+    }
+  }
+
+  void Erase(std::unordered_map<JobId, Shape>::iterator shape, const Key& k) {
+    auto bucket = by_shape_.find(shape->second);
+    bucket->second.erase(k);
+    if (bucket->second.empty()) by_shape_.erase(bucket);
+    shape_of_.erase(shape);
+  }
+
   // No free whole GPU anywhere and no shares in play: nothing else can start.
   bool Exhausted(const Simulator& sim) const { return !has_shares_ && sim.state().FreeGpus() == 0; }
 
-  std::set<Key> set_;
+  ShapeMap by_shape_;
+  std::unordered_map<JobId, Shape> shape_of_;
   std::vector<Key> arrivals_;
   uint64_t seq_ = 0;
   uint64_t seen_epoch_ = ~uint64_t{0};
@@ -71,14 +113,16 @@ class OrderedQueue {
 // places work, and each baseline's fit test is monotone in the free GPUs.
 class FailedShapes {
  public:
-  bool Known(const Job& j) const {
+  bool Known(const Job& j, int replicas) const {
     auto it = min_members_.find(Key(j));
-    return it != min_members_.end() && j.replicas >= it->second;
+    return it != min_members_.end() && replicas >= it->second;
   }
-  void Add(const Job& j) {
-    auto [it, inserted] = min_members_.emplace(Key(j), j.replicas);
-    if (!inserted) it->second = std::min(it->second, j.replicas);
+  bool Known(const Job& j) const { return Known(j, j.replicas); }
+  void Add(const Job& j, int replicas) {
+    auto [it, inserted] = min_members_.emplace(Key(j), replicas);
+    if (!inserted) it->second = std::min(it->second, replicas);
   }
+  void Add(const Job& j) { Add(j, j.replicas); }
 
  private:
   static std::tuple<std::string, int, int> Key(const Job& j) {
@@ -101,11 +145,9 @@ class GangFifoPolicy final : public Policy {
 
 class GangBinpackPolicy final : public Policy {
  public:
+  static constexpr bool kPerPod = false;
   std::string name() const override { return "gang-binpack"; }
-  void OnQueued(Simulator& sim, JobId id) override {
-    queue_.NoteShare(sim.job(id).IsShare());
-    queue_.Push(sim.job(id).priority, id);
-  }
+  void OnQueued(Simulator& sim, JobId id) override { queue_.Push(sim.job(id), kPerPod); }
   void Schedule(Simulator& sim) override {
     FailedShapes failed;
     queue_.Pass(sim, [&](JobId id) {
@@ -123,11 +165,9 @@ class GangBinpackPolicy final : public Policy {
 
 class K8sDefaultPolicy final : public Policy {
  public:
+  static constexpr bool kPerPod = true;
   std::string name() const override { return "k8s-default"; }
-  void OnQueued(Simulator& sim, JobId id) override {
-    queue_.NoteShare(sim.job(id).IsShare());
-    queue_.Push(sim.job(id).priority, id);
-  }
+  void OnQueued(Simulator& sim, JobId id) override { queue_.Push(sim.job(id), kPerPod); }
   void Schedule(Simulator& sim) override {
     FailedShapes failed;
     queue_.Pass(sim, [&](JobId id) {
@@ -140,15 +180,13 @@ class K8sDefaultPolicy final : public Policy {
       }
       // Pods bind one at a time; a pod that does not fit leaves its bound siblings
       // holding their GPUs (no gang semantics).
-      Job one = j;
-      one.replicas = 1;
-      if (failed.Known(one)) return false;
+      if (failed.Known(j, 1)) return false;
       const JobRun& run = sim.run(id);
       for (int m = 0; m < j.replicas; ++m) {
         if (!run.pods[static_cast<size_t>(m)].empty()) continue;
         auto placed = PlaceMembers(sim.state(), j.pool, 1, j.gpus_per_replica, NodeOrder::kSpread);
         if (!placed || !sim.BindMember(id, m, placed->front()).ok()) {
-          failed.Add(one);
+          failed.Add(j, 1);
           return false;
         }
         if (sim.run(id).phase == JobPhase::kRunning) return true;
