@@ -201,7 +201,7 @@ class PhalanxPolicy final : public Policy {
     });
     int preemption_attempts = 0;
     const std::optional<GangKey> holding = queue_.HoldingHead(pool, now);
-    const admission::QueuedGang* h = holding ? queue_.Find(*holding) : nullptr;
+    const admission::QueuedGang* h = holding ? queue_.Find(*holding) : nullptr;  // stays queued this pass
     for (const GangKey& key : keys) {
       const admission::QueuedGang* entry = queue_.Find(key);
       if (!entry) continue;
@@ -214,8 +214,14 @@ class PhalanxPolicy final : public Policy {
         fitted = TryPreempt(sim, id);
       }
       if (fitted) by_key_.erase(key);
-      // A failed arrival matters only if it is now the pool's head (nothing holds).
-      if (fitted || (entry->gang.gang && !h)) (void)queue_.RecordAttempt(key, fitted, now);
+      // A failed arrival matters only if it is now the pool's head (nothing holds); if
+      // its hold starts, it blocks the later arrivals of this pass too.
+      if (fitted) {
+        (void)queue_.RecordAttempt(key, true, now);
+      } else if (entry->gang.gang && !h) {
+        (void)queue_.RecordAttempt(key, false, now);
+        if (auto head = queue_.HoldingHead(pool, now)) h = queue_.Find(*head);
+      }
     }
   }
 
