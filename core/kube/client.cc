@@ -218,6 +218,17 @@ Result<Json> KubeClient::List(const Resource& r, std::string_view ns, const List
   return SendJson(std::move(req));
 }
 
+Result<std::string> KubeClient::ListRaw(const Resource& r, std::string_view ns, const ListOptions& options) {
+  std::vector<std::pair<std::string, std::string>> q;
+  AddListParams(q, options);
+  HttpRequest req;
+  req.target = ResourcePath(r, ns) + QueryString(q);
+  req.timeout = options.timeout;
+  PHX_ASSIGN_OR_RETURN(HttpResponse response, Do(std::move(req)));
+  PHX_RETURN_IF_ERROR(CheckResponse(response));
+  return std::move(response.body);
+}
+
 Result<std::string> KubeClient::ListPages(const Resource& r, std::string_view ns, ListOptions options,
                                           const std::function<Status(Json& page)>& on_page) {
   if (options.limit <= 0) options.limit = 500;

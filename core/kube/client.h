@@ -110,6 +110,8 @@ class KubeClient {
                    std::string_view subresource = {});
   // One page: {"metadata": {"resourceVersion", "continue"}, "items": [...]}.
   Result<Json> List(const Resource& r, std::string_view ns, const ListOptions& options = {});
+  // One page as the raw response body (for tree-free readers, raw_object.h).
+  Result<std::string> ListRaw(const Resource& r, std::string_view ns, const ListOptions& options = {});
   // Follows `continue` tokens page by page (page size options.limit, default 500), calling
   // `on_page` with each page; stops at the first error (from the server or from on_page).
   // Returns the list's resourceVersion (to start a watch from).

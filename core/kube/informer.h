@@ -1,9 +1,13 @@
 // Informer<T>: a Reflector feeding a Store<T> of lean decoded objects, with event handlers,
 // periodic resync and HasSynced (client-go's SharedIndexInformer, one consumer).
 //
-// Memory: list pages are decoded item by item as they arrive (Decode(json) -> T) and the JSON is
-// dropped, so the cache holds only what T keeps (extender: 5,000 nodes + 100,000 pods in a few
-// tens of MB). Use Informer<Json> (JsonInformer) when the whole object is wanted.
+// Memory and speed: list pages are never parsed into a JSON tree; simdjson splits them into the
+// raw text of each item (raw_object.h) and each item is decoded once, as it arrives, into T:
+//  - DecodeFunc (const Json&) -> T: convenient; the item is parsed with nlohmann first
+//    (metadata.managedFields dropped unless InformerOptions::keep_managed_fields);
+//  - RawDecode{(std::string_view object_json) -> T}: fastest; decode with simdjson yourself
+//    (core/json/fast_json.h). Use this for big caches (extender: 100,000 pods).
+// The cache holds only what T keeps. Use Informer<Json> (JsonInformer) for whole objects.
 //
 // Handlers run on the informer's thread, one at a time, after the store already reflects the
 // change; keep them short (enqueue keys into a WorkQueue). Per object the sequence is exactly
@@ -40,6 +44,7 @@ struct InformerOptions {
   int64_t page_size = 500;
   std::chrono::milliseconds resync_period{0};  // 0 = no resync
   std::string name;                            // for logs; default resource name
+  bool keep_managed_fields = false;            // DecodeFunc path: keep metadata.managedFields
   // Reflector tuning (tests shorten these).
   std::chrono::seconds min_watch_timeout{300};
   Backoff::Options backoff{std::chrono::milliseconds(800), std::chrono::milliseconds(30'000),
@@ -51,6 +56,10 @@ class Informer final : private WatchSink {
  public:
   using Ptr = std::shared_ptr<const T>;
   using DecodeFunc = std::function<Result<T>(const Json&)>;
+  using RawDecodeFunc = std::function<Result<T>(std::string_view object_json)>;
+  struct RawDecode {
+    RawDecodeFunc fn;
+  };
   using IndexFunc = typename Store<T>::IndexFunc;
   struct Handlers {
     std::function<void(const T&)> on_add;
@@ -60,7 +69,11 @@ class Informer final : private WatchSink {
 
   Informer(KubeClient& client, InformerOptions options, DecodeFunc decode)
       : options_(std::move(options)),
-        decode_(std::move(decode)),
+        decode_(ViaJson(std::move(decode), options_.keep_managed_fields)),
+        reflector_(client, ReflectorOptionsFor(options_), *this) {}
+  Informer(KubeClient& client, InformerOptions options, RawDecode decode)
+      : options_(std::move(options)),
+        decode_(std::move(decode.fn)),
         reflector_(client, ReflectorOptionsFor(options_), *this) {}
   ~Informer() override { Stop(); }
   Informer(const Informer&) = delete;
@@ -110,6 +123,21 @@ class Informer final : private WatchSink {
   const Reflector& reflector() const { return reflector_; }
 
  private:
+  static RawDecodeFunc ViaJson(DecodeFunc decode, bool keep_managed_fields) {
+    return [decode = std::move(decode), keep_managed_fields](std::string_view text) -> Result<T> {
+      // Drops metadata.managedFields (often a third of an object) while parsing.
+      bool in_metadata = false;
+      Json::parser_callback_t drop = [in_metadata](int depth, Json::parse_event_t event, Json& parsed) mutable {
+        if (event != Json::parse_event_t::key) return true;
+        if (depth == 1) in_metadata = parsed == "metadata";
+        return !(depth == 2 && in_metadata && parsed == "managedFields");
+      };
+      Json j = keep_managed_fields ? Json::parse(text, nullptr, false) : Json::parse(text, drop, false);
+      if (j.is_discarded()) return InvalidArgumentError("object is not valid JSON");
+      return decode(j);
+    };
+  }
+
   static ReflectorOptions ReflectorOptionsFor(const InformerOptions& o) {
     ReflectorOptions r;
     r.resource = o.resource;
@@ -130,14 +158,13 @@ class Informer final : private WatchSink {
 
   // WatchSink, on the reflector thread.
   void BeginList() override { pending_.clear(); }
-  Status ListItem(Json& object) override {
-    std::string key = ObjectKey(object);
-    auto decoded = decode_(object);
+  Status ListItem(std::string_view object_json, const ObjectMeta& meta) override {
+    auto decoded = decode_(object_json);
     if (!decoded.ok()) {
-      spdlog::debug("{}: cannot decode {}: {}", reflector_name(), key, decoded.status().message());
+      spdlog::debug("{}: cannot decode {}: {}", reflector_name(), meta.Key(), decoded.status().message());
       return decoded.status();
     }
-    pending_[std::move(key)] = {ResourceVersionOf(object), std::make_shared<const T>(std::move(*decoded))};
+    pending_[meta.Key()] = {meta.resource_version, std::make_shared<const T>(std::move(*decoded))};
     return OkStatus();
   }
   void AbortList() override { pending_.clear(); }
@@ -162,26 +189,27 @@ class Informer final : private WatchSink {
       stop_cv_.notify_all();
     }
   }
-  void Event(WatchEvent& event) override {
-    const std::string key = ObjectKey(event.object);
+  void Event(const WatchEvent& event) override {
+    const std::string key = event.meta.Key();
+    const std::string& rv = event.meta.resource_version;
     std::lock_guard lock(dispatch_mu_);
     if (event.type == EventType::kDeleted) {
       Ptr gone = store_.Remove(key);
       if (!gone) return;  // never seen or already deleted: nothing to tell
-      auto final_state = decode_(event.object);
+      auto final_state = decode_(event.object_json);
       NotifyDelete(final_state.ok() ? *final_state : *gone);
       return;
     }
-    if (!event.resource_version.empty() && store_.ResourceVersion(key) == event.resource_version) {
+    if (!rv.empty() && store_.ResourceVersion(key) == rv) {
       return;  // replay of what we already have
     }
-    auto decoded = decode_(event.object);
+    auto decoded = decode_(event.object_json);
     if (!decoded.ok()) {
       spdlog::warn("{}: cannot decode {}: {}", reflector_name(), key, decoded.status().message());
       return;
     }
     Ptr cur = std::make_shared<const T>(std::move(*decoded));
-    Ptr old = store_.Put(key, event.resource_version, cur);
+    Ptr old = store_.Put(key, rv, cur);
     Notify(old, cur);
   }
 
@@ -219,7 +247,7 @@ class Informer final : private WatchSink {
   const std::string& reflector_name() const { return options_.name.empty() ? options_.resource.resource : options_.name; }
 
   const InformerOptions options_;
-  const DecodeFunc decode_;
+  const RawDecodeFunc decode_;
   Store<T> store_;
   Reflector reflector_;
   std::unordered_map<std::string, Pending> pending_;  // reflector thread only

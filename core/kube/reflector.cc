@@ -40,27 +40,38 @@ Status Reflector::ListOnce() {
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
   sink_.BeginList();
+  RawObjectReader reader;
   size_t skipped = 0;
-  auto rv = client_.ListPages(options_.resource, options_.ns, lo, [&](Json& page) -> Status {
+  std::string resource_version;
+  while (true) {
     {
       std::lock_guard lock(mu_);
-      if (stopped_) return CancelledError("reflector stopped");
+      if (stopped_) {
+        sink_.AbortList();
+        return CancelledError("reflector stopped");
+      }
     }
-    auto items = page.find("items");
-    if (items == page.end() || !items->is_array()) return OkStatus();
-    for (Json& item : *items) {
-      if (!sink_.ListItem(item).ok()) ++skipped;
+    auto body = client_.ListRaw(options_.resource, options_.ns, lo);
+    if (!body.ok()) {
+      sink_.AbortList();
+      return body.status();
     }
-    return OkStatus();
-  });
-  if (!rv.ok()) {
-    sink_.AbortList();
-    return rv.status();
+    auto page = reader.ForEachItem(*body, [&](std::string_view item) {
+      auto meta = reader.Meta(item);
+      if (!meta.ok() || !sink_.ListItem(item, *meta).ok()) ++skipped;
+    });
+    if (!page.ok()) {
+      sink_.AbortList();
+      return page.status().WithContext("list " + options_.resource.resource);
+    }
+    resource_version = page->resource_version;
+    if (page->continue_token.empty()) break;
+    lo.continue_token = page->continue_token;
   }
   if (skipped > 0) spdlog::warn("{}: skipped {} undecodable objects", options_.name, skipped);
-  sink_.EndList(*rv);
+  sink_.EndList(resource_version);
   std::lock_guard lock(mu_);
-  last_rv_ = *rv;
+  last_rv_ = resource_version;
   return OkStatus();
 }
 
@@ -99,9 +110,9 @@ Status Reflector::WatchOnce() {
       sink_.Event(event);
     }
     // Advance only after the sink has the event: a reconnect resumes right after it.
-    if (!event.resource_version.empty()) {
+    if (!event.meta.resource_version.empty()) {
       std::lock_guard lock(mu_);
-      last_rv_ = event.resource_version;
+      last_rv_ = event.meta.resource_version;
     }
   }
 }

@@ -30,11 +30,12 @@ class WatchSink {
  public:
   virtual ~WatchSink() = default;
   virtual void BeginList() = 0;
-  // One listed object; decode it now (the JSON is dropped afterwards). An error skips the item.
-  virtual Status ListItem(Json& object) = 0;
+  // One listed object as raw JSON text (valid during the call only): decode it now. An error
+  // skips the item.
+  virtual Status ListItem(std::string_view object_json, const ObjectMeta& meta) = 0;
   virtual void EndList(const std::string& resource_version) = 0;  // the list is complete
   virtual void AbortList() = 0;                                    // pages so far are void
-  virtual void Event(WatchEvent& event) = 0;                       // never kBookmark
+  virtual void Event(const WatchEvent& event) = 0;                 // never kBookmark
 };
 
 struct ReflectorOptions {

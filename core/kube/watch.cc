@@ -38,15 +38,10 @@ std::string ObjectKey(const Json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-Result<WatchEvent> ParseWatchEvent(std::string_view line) {
-  PHX_ASSIGN_OR_RETURN(Json j, json::Parse(line));
-  if (!j.is_object()) return InvalidArgumentError("watch event is not a JSON object");
-  const std::string type = StringField(&j, "type");
-  auto obj = j.find("object");
-  if (obj == j.end() || !obj->is_object()) {
-    return InvalidArgumentError(fmt::format("watch event {} has no object", type));
-  }
+Result<WatchEvent> ParseWatchEvent(std::string_view line, RawObjectReader& reader) {
+  std::string type;
   WatchEvent event;
+  PHX_RETURN_IF_ERROR(reader.WatchLine(line, type, event.object_json));
   if (type == "ADDED") {
     event.type = EventType::kAdded;
   } else if (type == "MODIFIED") {
@@ -57,15 +52,19 @@ Result<WatchEvent> ParseWatchEvent(std::string_view line) {
     event.type = EventType::kBookmark;
   } else if (type == "ERROR") {
     // The object is a metav1.Status; code 410 means our resourceVersion is too old.
-    ApiError e = DecodeStatusObject(obj->dump(), 500);
-    if (e.http_code == 410) e.reason = e.reason == Reason::kExpired ? Reason::kExpired : Reason::kGone;
+    ApiError e = DecodeStatusObject(event.object_json, 500);
+    if (e.http_code == 410 && e.reason != Reason::kExpired) e.reason = Reason::kGone;
     return ToStatus(e).WithContext("watch ERROR event");
   } else {
     return InvalidArgumentError(fmt::format("watch event has unknown type \"{}\"", type));
   }
-  event.object = std::move(*obj);
-  event.resource_version = ResourceVersionOf(event.object);
+  PHX_ASSIGN_OR_RETURN(event.meta, reader.Meta(event.object_json));
   return event;
+}
+
+Result<WatchEvent> ParseWatchEvent(std::string_view line) {
+  RawObjectReader reader;
+  return ParseWatchEvent(line, reader);
 }
 
 Result<bool> WatchStream::Next(WatchEvent& event) {
@@ -73,7 +72,7 @@ Result<bool> WatchStream::Next(WatchEvent& event) {
     PHX_ASSIGN_OR_RETURN(bool got, stream_->ReadLine(line_));
     if (!got) return false;
     if (line_.empty()) continue;  // keep-alive blank lines
-    PHX_ASSIGN_OR_RETURN(event, ParseWatchEvent(line_));
+    PHX_ASSIGN_OR_RETURN(event, ParseWatchEvent(line_, reader_));
     return true;
   }
 }

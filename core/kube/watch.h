@@ -11,16 +11,19 @@
 #include <string>
 
 #include "core/kube/client.h"
+#include "core/kube/raw_object.h"
 
 namespace phalanx::kube {
 
 enum class EventType { kAdded, kModified, kDeleted, kBookmark };
 std::string_view EventTypeName(EventType type);
 
+// The object stays raw JSON text: an informer decodes it once, straight into its own type.
 struct WatchEvent {
   EventType type = EventType::kAdded;
-  Json object;
-  std::string resource_version;  // object.metadata.resourceVersion
+  std::string object_json;
+  ObjectMeta meta;  // namespace, name, resourceVersion (bookmarks: resourceVersion only)
+  Result<Json> Object() const { return json::Parse(object_json); }
 };
 
 struct WatchOptions {
@@ -43,6 +46,7 @@ class WatchStream {
  private:
   std::unique_ptr<ResponseStream> stream_;
   std::string line_;
+  RawObjectReader reader_;
 };
 
 // Opens the watch. HTTP errors (410 included) come back as their decoded Status.
@@ -53,6 +57,7 @@ Result<std::unique_ptr<WatchStream>> OpenWatch(KubeClient& client, const Resourc
 std::string WatchTarget(const Resource& resource, std::string_view ns, const WatchOptions& options);
 
 // Parses one line of a watch stream.
+Result<WatchEvent> ParseWatchEvent(std::string_view line, RawObjectReader& reader);
 Result<WatchEvent> ParseWatchEvent(std::string_view line);
 
 // object.metadata.resourceVersion, or "".

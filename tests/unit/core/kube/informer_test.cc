@@ -161,8 +161,9 @@ TEST_F(InformerTest, ResumesAfterDisconnectWithoutLossOrDuplicates) {
   for (int round = 0; round < 3; ++round) {
     // Changes made while no watch is open are replayed from history on reconnect.
     server_.Atomically([&] { server_.DropWatchesLocked(); });
-    server_.Upsert(Pod("ml", "r" + std::to_string(round)));
-    server_.Upsert(Pod("ml", "a", "n" + std::to_string(round)));
+    const std::string n = std::to_string(round);
+    server_.Upsert(Pod("ml", std::string("r").append(n)));
+    server_.Upsert(Pod("ml", "a", std::string("n").append(n)));
     ASSERT_TRUE(WaitUntil([&] { return server_.live_watches() == 1 && rec_.Count() == static_cast<size_t>(4 + 2 * round); }))
         << rec_.Count();
   }
@@ -278,12 +279,35 @@ TEST_F(InformerTest, JsonInformerWithLabelAndFieldIndexes) {
   EXPECT_EQ((*inf.ByIndex("node", "n1")[0])["metadata"]["name"], "a");
 }
 
+TEST_F(InformerTest, JsonPathDropsManagedFieldsAndRawPathSeesEverything) {
+  Json pod = Pod("ml", "a");
+  pod["metadata"]["managedFields"] = Json::array({{{"manager", "kubectl"}}});
+  pod["spec"]["managedFields"] = "kept: only metadata.managedFields is dropped";
+  server_.Upsert(pod);
+  JsonInformer lean(*client_, Options(), JsonIdentity());
+  InformerOptions keep = Options();
+  keep.keep_managed_fields = true;
+  JsonInformer full(*client_, keep, JsonIdentity());
+  Informer<std::string> raw(*client_, Options(), Informer<std::string>::RawDecode{[](std::string_view text) -> Result<std::string> {
+    return std::string(text);
+  }});
+  lean.Start();
+  full.Start();
+  raw.Start();
+  ASSERT_TRUE(lean.WaitForSync(20s) && full.WaitForSync(20s) && raw.WaitForSync(20s));
+  EXPECT_FALSE(lean.Get("ml/a")->at("metadata").contains("managedFields"));
+  EXPECT_EQ(lean.Get("ml/a")->at("spec").at("managedFields"), "kept: only metadata.managedFields is dropped");
+  EXPECT_TRUE(full.Get("ml/a")->at("metadata").contains("managedFields"));
+  EXPECT_NE(raw.Get("ml/a")->find("\"managedFields\":[{\"manager\":\"kubectl\"}]"), std::string::npos);
+}
+
 TEST(WatchParseTest, EventsAndErrors) {
   auto ev = ParseWatchEvent(R"({"type":"MODIFIED","object":{"metadata":{"name":"a","namespace":"ml","resourceVersion":"9"}}})");
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->type, EventType::kModified);
-  EXPECT_EQ(ev->resource_version, "9");
-  EXPECT_EQ(ObjectKey(ev->object), "ml/a");
+  EXPECT_EQ(ev->meta.resource_version, "9");
+  EXPECT_EQ(ev->meta.Key(), "ml/a");
+  EXPECT_EQ((*ev->Object())["metadata"]["name"], "a");
   auto gone = ParseWatchEvent(R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})");
   EXPECT_TRUE(IsGone(gone.status())) << gone.status();
   auto other = ParseWatchEvent(R"({"type":"ERROR","object":{"kind":"Status","code":500,"message":"boom"}})");
