@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -87,7 +88,7 @@ class Store {
     auto keys = idx->second.find(std::string(value));
     if (keys == idx->second.end()) return out;
     out.reserve(keys->second.size());
-    for (const auto& k : keys->second) out.push_back(items_.at(k).object);
+    for (const Item* item : keys->second) out.push_back(item->second.object);
     return out;
   }
   // Objects in namespace `ns` (keys "ns/...").
@@ -104,22 +105,27 @@ class Store {
     Ptr object;
     std::string resource_version;
   };
+  using Item = std::pair<const std::string, Entry>;
 
+  // Indexes point at the items_ nodes (stable until erased; unindexed before) instead of copying
+  // keys: ~100 bytes less per object and index.
   void Index(const std::string& key, const T& object) {
+    const Item* item = &*items_.find(key);
     if (auto slash = key.find('/'); slash != std::string::npos) {
-      indexes_[kNamespaceIndex][key.substr(0, slash)].insert(key);
+      indexes_[kNamespaceIndex][key.substr(0, slash)].insert(item);
     }
     for (const auto& [name, fn] : index_funcs_) {
-      for (auto& v : fn(object)) indexes_[name][std::move(v)].insert(key);
+      for (auto& v : fn(object)) indexes_[name][std::move(v)].insert(item);
     }
   }
   void Unindex(const std::string& key, const T& object) {
+    const Item* item = &*items_.find(key);
     auto drop = [&](const std::string& name, const std::string& value) {
       auto idx = indexes_.find(name);
       if (idx == indexes_.end()) return;
       auto keys = idx->second.find(value);
       if (keys == idx->second.end()) return;
-      keys->second.erase(key);
+      keys->second.erase(item);
       if (keys->second.empty()) idx->second.erase(keys);
     };
     if (auto slash = key.find('/'); slash != std::string::npos) drop(kNamespaceIndex, key.substr(0, slash));
@@ -131,7 +137,7 @@ class Store {
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, Entry> items_;
   std::map<std::string, IndexFunc> index_funcs_;
-  std::unordered_map<std::string, std::unordered_map<std::string, std::unordered_set<std::string>>> indexes_;
+  std::unordered_map<std::string, std::unordered_map<std::string, std::unordered_set<const Item*>>> indexes_;
 };
 
 }  // namespace phalanx::kube

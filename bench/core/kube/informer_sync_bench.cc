@@ -16,7 +16,9 @@
 
 #include "bench/core/kube/canned_objects.h"
 #include "core/http/http_server.h"
+#include "core/json/fast_json.h"
 #include "core/kube/informer.h"
+#include "core/kube/malloc_tuning.h"
 
 namespace phalanx::kube::bench {
 namespace {
@@ -83,6 +85,126 @@ Result<NodeLite> DecodeNode(const Json& j) {
   if (auto a = m.find("annotations"); a != m.end()) n.topology = Get(*a, "phalanx.io/gpu-topology");
   if (auto s = j.find("status"); s != j.end() && s->contains("allocatable")) {
     n.gpus = Quantity((*s)["allocatable"], "nvidia.com/gpu");
+  }
+  return n;
+}
+
+// The same decoders over raw text with simdjson on-demand (the fast path, Informer::RawDecode).
+namespace od = simdjson::ondemand;
+
+#define PHX_SJ(expr) \
+  if (auto err_ = (expr)) return json::SimdjsonError(err_, #expr)
+
+Result<PodLite> DecodePodRaw(std::string_view text) {
+  thread_local json::FastJsonParser parser;
+  PHX_ASSIGN_OR_RETURN(od::document * doc, parser.Iterate(text));
+  PodLite p;
+  od::object root;
+  PHX_SJ(doc->get_object().get(root));
+  for (auto field : root) {
+    std::string_view key;
+    PHX_SJ(field.unescaped_key().get(key));
+    od::object o;
+    if (key == "metadata") {
+      PHX_SJ(field.value().get_object().get(o));
+      for (auto m : o) {
+        std::string_view k, v;
+        PHX_SJ(m.unescaped_key().get(k));
+        if (k == "namespace" || k == "name" || k == "uid") {
+          PHX_SJ(m.value().get_string().get(v));
+          (k == "namespace" ? p.ns : k == "name" ? p.name : p.uid).assign(v);
+        } else if (k == "deletionTimestamp") {
+          p.deleting = true;
+        } else if (k == "labels") {
+          od::object labels;
+          PHX_SJ(m.value().get_object().get(labels));
+          for (auto l : labels) {
+            PHX_SJ(l.unescaped_key().get(k));
+            if (k == "phalanx.io/gang") {
+              PHX_SJ(l.value().get_string().get(v));
+              p.gang.assign(v);
+            }
+          }
+        }
+      }
+    } else if (key == "spec") {
+      PHX_SJ(field.value().get_object().get(o));
+      for (auto s : o) {
+        std::string_view k, v;
+        PHX_SJ(s.unescaped_key().get(k));
+        if (k == "nodeName") {
+          PHX_SJ(s.value().get_string().get(v));
+          p.node.assign(v);
+        } else if (k == "priority") {
+          int64_t prio;
+          PHX_SJ(s.value().get_int64().get(prio));
+          p.priority = static_cast<int32_t>(prio);
+        } else if (k == "containers") {
+          od::array cs;
+          PHX_SJ(s.value().get_array().get(cs));
+          for (auto c : cs) {
+            od::object co;
+            PHX_SJ(c.get_object().get(co));
+            std::string_view gpus;
+            if (co.find_field_unordered("resources").find_field_unordered("requests")
+                    .find_field_unordered("nvidia.com/gpu").get_string().get(gpus) == simdjson::SUCCESS) {
+              p.gpus += static_cast<int32_t>(std::strtol(std::string(gpus).c_str(), nullptr, 10));
+            }
+          }
+        }
+      }
+    } else if (key == "status") {
+      std::string_view phase;
+      PHX_SJ(field.value().get_object().get(o));
+      if (o.find_field_unordered("phase").get_string().get(phase) == simdjson::SUCCESS) p.phase.assign(phase);
+    }
+  }
+  return p;
+}
+
+Result<NodeLite> DecodeNodeRaw(std::string_view text) {
+  thread_local json::FastJsonParser parser;
+  PHX_ASSIGN_OR_RETURN(od::document * doc, parser.Iterate(text));
+  NodeLite n;
+  od::object root;
+  PHX_SJ(doc->get_object().get(root));
+  for (auto field : root) {
+    std::string_view key;
+    PHX_SJ(field.unescaped_key().get(key));
+    od::object o;
+    if (key == "metadata") {
+      PHX_SJ(field.value().get_object().get(o));
+      for (auto m : o) {
+        std::string_view k, v;
+        PHX_SJ(m.unescaped_key().get(k));
+        if (k == "name") {
+          PHX_SJ(m.value().get_string().get(v));
+          n.name.assign(v);
+        } else if (k == "labels" || k == "annotations") {
+          const bool labels = k == "labels";
+          od::object kv;
+          PHX_SJ(m.value().get_object().get(kv));
+          for (auto e : kv) {
+            PHX_SJ(e.unescaped_key().get(k));
+            std::string* dest = labels ? (k == "phalanx.io/gpu.product"          ? &n.product
+                                          : k == "topology.kubernetes.io/rack"   ? &n.rack
+                                          : k == "phalanx.io/nvlink-domain"      ? &n.nvlink_domain
+                                                                                 : nullptr)
+                                       : (k == "phalanx.io/gpu-topology" ? &n.topology : nullptr);
+            if (dest == nullptr) continue;
+            PHX_SJ(e.value().get_string().get(v));
+            dest->assign(v);
+          }
+        }
+      }
+    } else if (key == "status") {
+      PHX_SJ(field.value().get_object().get(o));
+      std::string_view gpus;
+      if (o.find_field_unordered("allocatable").find_field_unordered("nvidia.com/gpu").get_string().get(gpus) ==
+          simdjson::SUCCESS) {
+        n.gpus = static_cast<int32_t>(std::strtol(std::string(gpus).c_str(), nullptr, 10));
+      }
+    }
   }
   return n;
 }
@@ -167,6 +289,36 @@ void BM_DecodePodOnly(benchmark::State& state) {  // decode from an already pars
 }
 BENCHMARK(BM_DecodePodOnly);
 
+void BM_DecodePodRaw(benchmark::State& state) {
+  const std::string text = PodJson(12345, kNodes);
+  auto check = DecodePodRaw(text);
+  if (!check.ok() || check->gpus != 2 || check->gang.empty() || check->node.empty()) {
+    state.SkipWithError("raw pod decoder is wrong");
+    return;
+  }
+  for (auto _ : state) {
+    auto p = DecodePodRaw(text);
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_DecodePodRaw);
+
+void BM_DecodeNodeRaw(benchmark::State& state) {
+  const std::string text = NodeJson(77);
+  auto check = DecodeNodeRaw(text);
+  if (!check.ok() || check->gpus != 8 || check->topology.empty() || check->product.empty()) {
+    state.SkipWithError("raw node decoder is wrong");
+    return;
+  }
+  for (auto _ : state) {
+    auto n = DecodeNodeRaw(text);
+    benchmark::DoNotOptimize(n);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_DecodeNodeRaw);
+
 void BM_DecodeNode(benchmark::State& state) {
   const std::string text = NodeJson(77);
   for (auto _ : state) {
@@ -191,9 +343,14 @@ void BM_InformerInitialSync(benchmark::State& state) {
     po.resource = resources::kPods;
     InformerOptions no;
     no.resource = resources::kNodes;
-    Informer<PodLite> pods(**client, po, DecodePod);
+    const bool raw = state.range(0) == 1;
+    auto pods_ptr = raw ? std::make_unique<Informer<PodLite>>(**client, po, Informer<PodLite>::RawDecode{DecodePodRaw})
+                        : std::make_unique<Informer<PodLite>>(**client, po, DecodePod);
+    auto nodes_ptr = raw ? std::make_unique<Informer<NodeLite>>(**client, no, Informer<NodeLite>::RawDecode{DecodeNodeRaw})
+                         : std::make_unique<Informer<NodeLite>>(**client, no, DecodeNode);
+    Informer<PodLite>& pods = *pods_ptr;
+    Informer<NodeLite>& nodes = *nodes_ptr;
     pods.AddIndex("node", [](const PodLite& p) { return std::vector<std::string>{p.node}; });
-    Informer<NodeLite> nodes(**client, no, DecodeNode);
     const auto start = std::chrono::steady_clock::now();
     nodes.Start();
     pods.Start();
@@ -255,7 +412,9 @@ void BM_ListPodPagesWithParse(benchmark::State& state) { ListAllPodPages(state, 
 BENCHMARK(BM_ListPodPagesTransportOnly)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_ListPodPagesWithParse)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
-BENCHMARK(BM_InformerInitialSync)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+// Arg 0: DecodeFunc over nlohmann trees; arg 1: RawDecode with simdjson. Run each in its own
+// process for a clean RSS (--benchmark_filter='InitialSync/0' then '/1').
+BENCHMARK(BM_InformerInitialSync)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 }  // namespace
 }  // namespace phalanx::kube::bench
@@ -272,6 +431,8 @@ int main(int argc, char** argv) {
   close(port_pipe[1]);
   close(alive_pipe[0]);
   if (read(port_pipe[0], &phalanx::kube::bench::g_port, sizeof(uint16_t)) != sizeof(uint16_t)) return 1;
+  // As the daemons do (malloc_tuning.h); PHX_BENCH_NO_MALLOC_TUNING=1 measures the default.
+  if (std::getenv("PHX_BENCH_NO_MALLOC_TUNING") == nullptr) phalanx::kube::TuneMallocForLargeResponses();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
