@@ -52,16 +52,10 @@ std::filesystem::path SharedDir() {
   return std::filesystem::path(PHALANX_SOURCE_DIR) / ".." / "shared";
 }
 
-// The Philly cluster (philly-machine-list, original list): 321 x 2 GPUs + 231 x 8 GPUs,
-// one pool.
+// The Philly cluster (sim/data/philly-cluster.yaml: 321 x 2 + 231 x 8 GPUs, one pool).
 ClusterSpec PhillyCluster() {
-  ClusterSpec spec;
-  spec.name = "philly-552";
-  spec.groups.push_back(NodeGroup{.name = "m2", .count = 321, .gpu_model = "P100", .gpus_per_node = 2,
-                                  .topology = IntraNodeTopology::kPcie, .nodes_per_rack = 16});
-  spec.groups.push_back(NodeGroup{.name = "m8", .count = 231, .gpu_model = "P100", .gpus_per_node = 8,
-                                  .topology = IntraNodeTopology::kNvlinkPairs, .nodes_per_rack = 8});
-  return spec;
+  static const Result<ClusterSpec> spec = LoadClusterSpec(std::string(PHALANX_SOURCE_DIR) + "/sim/data/philly-cluster.yaml");
+  return *spec;
 }
 
 void BM_PhillyFullReplay(benchmark::State& state, const std::string& policy) {
