@@ -1,0 +1,180 @@
+// The operator's controller against the fake API server over real HTTP: gated gang creation,
+// whole-gang restart after a preemption with checkpoint resume, 409 on status writes, an API
+// server outage in the middle of a restart. The test plays the extender (lifts gates, binds)
+// and the kubelet (runs containers, writes termination messages, finishes deletions).
+#include <memory>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/null_sink.h>
+
+#include "core/kube/client.h"
+#include "core/kube/config.h"
+#include "core/metrics/registry.h"
+#include "operator/controller/controller.h"
+#include "tests/fakes/apiserver/fake_apiserver.h"
+
+namespace phalanx::op {
+namespace {
+
+namespace fa = fakes::apiserver;
+using json::Json;
+constexpr const char* kTj = "trainingjobs.phalanx.io";
+
+Json JobJson(const std::string& name, int replicas) {
+  return Json::parse(R"({"apiVersion": "phalanx.io/v1alpha1", "kind": "TrainingJob",
+    "metadata": {"name": ")" + name + R"(", "namespace": "ml"},
+    "spec": {"replicas": )" + std::to_string(replicas) + R"(, "gpusPerReplica": 8,
+      "checkpoint": {"dir": "/ckpt", "flushSeconds": 30},
+      "template": {"spec": {"containers": [{"name": "trainer", "image": "trainer:1"}]}}}})");
+}
+
+std::string Env(const Json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] == name) return e["value"];
+  }
+  return "<missing>";
+}
+
+class OperatorIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server = fa::FakeApiServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    auto cfg = kube::ParseKubeconfig(server_->Kubeconfig(), "test", "/tmp", "");
+    ASSERT_TRUE(cfg.ok()) << cfg.status();
+    kube::ClientOptions co;
+    co.qps = 0;
+    auto client = kube::KubeClient::Create(*cfg, co);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+    auto m = OperatorMetrics::Create(registry_);
+    ASSERT_TRUE(m.ok());
+    metrics_ = std::move(*m);
+    ControllerOptions opts;
+    opts.workers = 2;
+    opts.min_watch_timeout = std::chrono::seconds(30);
+    controller_ = std::make_unique<Controller>(*client_, opts, *metrics_,
+                                               std::make_shared<spdlog::logger>("op", std::make_shared<spdlog::sinks::null_sink_mt>()),
+                                               RealClock::Instance());
+    ASSERT_TRUE(controller_->StartInformers(std::chrono::seconds(20)).ok());
+    worker_ = std::thread([this] { controller_->Run(); });
+  }
+  void TearDown() override {
+    if (controller_) controller_->Stop();
+    if (worker_.joinable()) worker_.join();
+    controller_.reset();
+  }
+
+  Result<Json> WaitJob(const std::string& name, const std::function<bool(const Json&)>& pred) {
+    return server_->WaitFor(kTj, "ml", name, [&](const Json& j) { return j.contains("status") && pred(j["status"]); });
+  }
+
+  // The extender and the kubelet: lift the gate, bind, run.
+  void RunPod(const std::string& name, const std::string& node) {
+    ASSERT_TRUE(server_->Patch("pods", "ml", name, fa::PatchType::kMerge, R"({"spec":{"schedulingGates":null}})").ok());
+    ASSERT_TRUE(client_->Bind("ml", name, node).ok());
+    Json status = {{"status", {{"phase", "Running"},
+                               {"containerStatuses", Json::array({Json{{"name", "trainer"}, {"state", {{"running", Json::object()}}}}})}}}};
+    auto s = server_->Patch("pods", "ml", name, fa::PatchType::kMerge, status.dump(), /*status=*/true);
+    ASSERT_TRUE(s.ok()) << s.status();
+  }
+  // The kubelet after SIGTERM: the container saved and exited; the kubelet finishes the deletion.
+  void KubeletTerminate(const std::string& name, const std::string& message) {
+    Json status = {{"status", {{"phase", "Failed"},
+                               {"containerStatuses", Json::array({Json{{"name", "trainer"},
+                                                                       {"state", {{"terminated", {{"exitCode", 143}, {"reason", "Error"}, {"message", message}}}}}}})}}}};
+    auto s = server_->Patch("pods", "ml", name, fa::PatchType::kMerge, status.dump(), true);
+    ASSERT_TRUE(s.ok()) << s.status();
+    fa::DeleteOptions d;
+    d.grace_period_seconds = 0;
+    (void)server_->Delete("pods", "ml", name, d);
+  }
+
+  std::unique_ptr<fa::FakeApiServer> server_;
+  std::unique_ptr<kube::KubeClient> client_;
+  metrics::Registry registry_;
+  std::unique_ptr<OperatorMetrics> metrics_;
+  std::unique_ptr<Controller> controller_;
+  std::thread worker_;
+};
+
+TEST_F(OperatorIntegrationTest, CreatesGatedGangWithLabelsEnvAndOwners) {
+  auto job = server_->Create(kTj, JobJson("llama", 2));
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto pods = server_->WaitForCount("pods", "ml", "phalanx.io/job-name=llama", 2);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  auto pod = server_->Get("pods", "ml", "llama-a1-1");
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ((*pod)["metadata"]["labels"]["phalanx.io/gang"], "llama-a1");
+  EXPECT_EQ((*pod)["metadata"]["labels"]["phalanx.io/replica-index"], "1");
+  EXPECT_EQ((*pod)["metadata"]["annotations"]["phalanx.io/gang-min-members"], "2");
+  EXPECT_EQ((*pod)["metadata"]["ownerReferences"][0]["uid"], (*job)["metadata"]["uid"]);
+  EXPECT_EQ((*pod)["metadata"]["finalizers"][0], "phalanx.io/checkpoint");
+  EXPECT_EQ((*pod)["spec"]["schedulingGates"][0]["name"], "phalanx.io/gang");
+  EXPECT_EQ(Env(*pod, "RANK"), "1");
+  EXPECT_EQ(Env(*pod, "WORLD_SIZE"), "2");
+  EXPECT_EQ(Env(*pod, "MASTER_ADDR"), "llama-a1-0.llama.ml.svc");
+  EXPECT_TRUE(server_->Get("services", "ml", "llama").ok());
+  auto st = WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Queued"; });
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ((*st)["status"]["attempt"], 1);
+}
+
+TEST_F(OperatorIntegrationTest, PreemptedMemberRestartsWholeGangFromCheckpoint) {
+  ASSERT_TRUE(server_->Create(kTj, JobJson("llama", 2)).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=llama", 2).ok());
+  RunPod("llama-a1-0", "gpu-0");
+  RunPod("llama-a1-1", "gpu-1");
+  ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  // The scheduler preempts rank 1.
+  Json cond = {{"status", {{"conditions", Json::array({Json{{"type", "DisruptionTarget"}, {"status", "True"},
+                                                            {"reason", "PreemptionByScheduler"}}})}}}};
+  ASSERT_TRUE(server_->Patch("pods", "ml", "llama-a1-1", fa::PatchType::kStrategic, cond.dump(), true).ok());
+  ASSERT_TRUE(server_->Delete("pods", "ml", "llama-a1-1").ok());
+  // The operator deletes the rest of the gang.
+  ASSERT_TRUE(server_->WaitFor("pods", "ml", "llama-a1-0", [](const Json& p) {
+                return p["metadata"].contains("deletionTimestamp");
+              }).ok());
+  const std::string ck = R"({"step":700,"path":"/ckpt/step-700","committed":true})";
+  KubeletTerminate("llama-a1-0", ck);
+  KubeletTerminate("llama-a1-1", ck);
+  auto pods = server_->WaitForCount("pods", "ml", "phalanx.io/attempt=2", 2);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  auto pod = server_->Get("pods", "ml", "llama-a2-0");
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(Env(*pod, "PHALANX_RESUME_FROM"), "/ckpt/step-700");
+  EXPECT_EQ(Env(*pod, "PHALANX_RESTART_REASON"), "PreemptionByScheduler");
+  auto job = server_->Get(kTj, "ml", "llama");
+  ASSERT_TRUE(job.ok());
+  const Json& s = (*job)["status"];
+  EXPECT_EQ(s["attempt"], 2);
+  EXPECT_EQ(s["disruptions"], 1);
+  EXPECT_EQ(s["failures"], 0);
+  EXPECT_FALSE(s["restart"].is_object());
+  EXPECT_EQ(s["checkpoint"]["lastCommitted"]["step"], 700);
+  EXPECT_FALSE(server_->Get("pods", "ml", "llama-a1-0").ok());  // finalizer released, gone
+}
+
+TEST_F(OperatorIntegrationTest, ConflictOnStatusWriteIsRetried) {
+  server_->FailNext(fa::FaultRule{"update", "/status", 409, 2, 0, "injected conflict"});
+  ASSERT_TRUE(server_->Create(kTj, JobJson("conflicted", 1)).ok());
+  auto st = WaitJob("conflicted", [](const Json& s) { return s.value("attempt", 0) == 1; });
+  ASSERT_TRUE(st.ok()) << st.status();
+  auto pods = server_->WaitForCount("pods", "ml", "phalanx.io/job-name=conflicted", 1);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+}
+
+TEST_F(OperatorIntegrationTest, InvalidSpecEndsFailedWithTheReason) {
+  Json j = JobJson("bad", 2);
+  j["spec"]["checkpoint"]["flushSeconds"] = 90;  // > default grace 30; the fake does not run CEL
+  ASSERT_TRUE(server_->Create(kTj, j).ok());
+  auto st = WaitJob("bad", [](const Json& s) { return s.value("phase", "") == "Failed"; });
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_NE((*st)["status"].dump().find("InvalidSpec"), std::string::npos);
+  EXPECT_TRUE(server_->List("pods", "ml", "phalanx.io/job-name=bad")->empty());
+}
+
+}  // namespace
+}  // namespace phalanx::op
