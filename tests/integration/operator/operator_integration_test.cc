@@ -157,6 +157,63 @@ TEST_F(OperatorIntegrationTest, PreemptedMemberRestartsWholeGangFromCheckpoint) 
   EXPECT_FALSE(server_->Get("pods", "ml", "llama-a1-0").ok());  // finalizer released, gone
 }
 
+TEST_F(OperatorIntegrationTest, ApiServerOutageLosesNoCheckpointAndRestartsOnce) {
+  ASSERT_TRUE(server_->Create(kTj, JobJson("llama", 2)).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=llama", 2).ok());
+  RunPod("llama-a1-0", "gpu-0");
+  RunPod("llama-a1-1", "gpu-1");
+  ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  // Rank 0 crashes; the operator decides the restart and deletes rank 1.
+  KubeletTerminate("llama-a1-0", R"({"step":300,"path":"/ckpt/step-300","committed":true})");
+  ASSERT_TRUE(server_->WaitFor("pods", "ml", "llama-a1-1", [](const Json& p) {
+                return p["metadata"].contains("deletionTimestamp");
+              }).ok());
+  // The API server goes away while rank 1 saves a newer checkpoint and exits.
+  server_->GoDown();
+  KubeletTerminate("llama-a1-1", R"({"step":400,"path":"/ckpt/step-400","committed":true})");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // outage long enough for failed calls
+  ASSERT_TRUE(server_->ComeUp().ok());
+  auto pods = server_->WaitForCount("pods", "ml", "phalanx.io/attempt=2", 2);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  auto job = server_->Get(kTj, "ml", "llama");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ((*job)["status"]["checkpoint"]["lastCommitted"]["step"], 400);  // the pod's finalizer kept it
+  EXPECT_EQ((*job)["status"]["failures"], 1);
+  EXPECT_EQ(Env(*server_->Get("pods", "ml", "llama-a2-1"), "PHALANX_RESUME_FROM"), "/ckpt/step-400");
+}
+
+TEST_F(OperatorIntegrationTest, OperatorRestartMidRestartCreatesNoDuplicates) {
+  ASSERT_TRUE(server_->Create(kTj, JobJson("llama", 2)).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=llama", 2).ok());
+  RunPod("llama-a1-0", "gpu-0");
+  RunPod("llama-a1-1", "gpu-1");
+  ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  Json cond = {{"status", {{"conditions", Json::array({Json{{"type", "DisruptionTarget"}, {"status", "True"},
+                                                            {"reason", "EvictionByEvictionAPI"}}})}}}};
+  ASSERT_TRUE(server_->Patch("pods", "ml", "llama-a1-0", fa::PatchType::kStrategic, cond.dump(), true).ok());
+  ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Restarting"; }).ok());
+  // A new operator process takes over (nothing survives but the API objects).
+  controller_->Stop();
+  worker_.join();
+  controller_.reset();
+  ControllerOptions opts;
+  opts.workers = 2;
+  controller_ = std::make_unique<Controller>(*client_, opts, *metrics_,
+                                             std::make_shared<spdlog::logger>("op2", std::make_shared<spdlog::sinks::null_sink_mt>()),
+                                             RealClock::Instance());
+  ASSERT_TRUE(controller_->StartInformers(std::chrono::seconds(20)).ok());
+  worker_ = std::thread([this] { controller_->Run(); });
+  for (const char* p : {"llama-a1-0", "llama-a1-1"}) {
+    ASSERT_TRUE(server_->WaitFor("pods", "ml", p, [](const Json& x) { return x["metadata"].contains("deletionTimestamp"); }).ok());
+    KubeletTerminate(p, "");
+  }
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/attempt=2", 2).ok());
+  auto job = server_->Get(kTj, "ml", "llama");
+  EXPECT_EQ((*job)["status"]["disruptions"], 1);
+  EXPECT_EQ((*job)["status"]["attempt"], 2);
+  EXPECT_EQ(server_->List("pods", "ml", "phalanx.io/job-name=llama")->size(), 2u);
+}
+
 TEST_F(OperatorIntegrationTest, ConflictOnStatusWriteIsRetried) {
   server_->FailNext(fa::FaultRule{"update", "/status", 409, 2, 0, "injected conflict"});
   ASSERT_TRUE(server_->Create(kTj, JobJson("conflicted", 1)).ok());
