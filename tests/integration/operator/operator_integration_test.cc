@@ -81,12 +81,13 @@ class OperatorIntegrationTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
   }
   // The kubelet after SIGTERM: the container saved and exited; the kubelet finishes the deletion.
-  void KubeletTerminate(const std::string& name, const std::string& message) {
+  void KubeletTerminate(const std::string& name, const std::string& message, bool finish_deletion = true) {
     Json status = {{"status", {{"phase", "Failed"},
                                {"containerStatuses", Json::array({Json{{"name", "trainer"},
                                                                        {"state", {{"terminated", {{"exitCode", 143}, {"reason", "Error"}, {"message", message}}}}}}})}}}};
     auto s = server_->Patch("pods", "ml", name, fa::PatchType::kMerge, status.dump(), true);
     ASSERT_TRUE(s.ok()) << s.status();
+    if (!finish_deletion) return;  // a crash: the pod stays Failed
     fa::DeleteOptions d;
     d.grace_period_seconds = 0;
     (void)server_->Delete("pods", "ml", name, d);
@@ -164,7 +165,7 @@ TEST_F(OperatorIntegrationTest, ApiServerOutageLosesNoCheckpointAndRestartsOnce)
   RunPod("llama-a1-1", "gpu-1");
   ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
   // Rank 0 crashes; the operator decides the restart and deletes rank 1.
-  KubeletTerminate("llama-a1-0", R"({"step":300,"path":"/ckpt/step-300","committed":true})");
+  KubeletTerminate("llama-a1-0", R"({"step":300,"path":"/ckpt/step-300","committed":true})", /*finish_deletion=*/false);
   ASSERT_TRUE(server_->WaitFor("pods", "ml", "llama-a1-1", [](const Json& p) {
                 return p["metadata"].contains("deletionTimestamp");
               }).ok());
@@ -212,6 +213,70 @@ TEST_F(OperatorIntegrationTest, OperatorRestartMidRestartCreatesNoDuplicates) {
   EXPECT_EQ((*job)["status"]["disruptions"], 1);
   EXPECT_EQ((*job)["status"]["attempt"], 2);
   EXPECT_EQ(server_->List("pods", "ml", "phalanx.io/job-name=llama")->size(), 2u);
+}
+
+TEST_F(OperatorIntegrationTest, GracefulPreemptionDrainsAfterANewerCheckpoint) {
+  ASSERT_TRUE(server_->Create(kTj, JobJson("llama", 2)).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=llama", 2).ok());
+  RunPod("llama-a1-0", "gpu-0");
+  RunPod("llama-a1-1", "gpu-1");
+  ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  // The extender asks for a graceful preemption with a far deadline.
+  Json ann = {{"metadata", {{"annotations", {{"phalanx.io/preempt-request",
+      R"({"requestId":"r1","deadline":"2099-01-01T00:00:00Z","reason":"tier","preemptor":"ml/big-0"})"}}}}}};
+  ASSERT_TRUE(server_->Patch(kTj, "ml", "llama", fa::PatchType::kMerge, ann.dump()).ok());
+  // Workers are notified through the pod annotation behind the downward-API preempt file.
+  for (const char* p : {"llama-a1-0", "llama-a1-1"}) {
+    auto pod = server_->WaitFor("pods", "ml", p, [](const Json& x) {
+      return x["metadata"]["annotations"].contains("phalanx.io/preempt-notice");
+    });
+    ASSERT_TRUE(pod.ok()) << pod.status();
+  }
+  EXPECT_FALSE(server_->Get("pods", "ml", "llama-a1-0")->at("metadata").contains("deletionTimestamp"));
+  // Rank 0 saves and reports it (the progress endpoint's work after TokenReview).
+  auto pod0 = server_->Get("pods", "ml", "llama-a1-0");
+  auto moved = controller_->ReportProgress("ml", "llama-a1-0", (*pod0)["metadata"]["uid"], {900, "/ckpt/step-900", true});
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_TRUE(*moved);
+  // The gang drains with DisruptionTarget and restarts from the new checkpoint.
+  auto drained = server_->WaitFor("pods", "ml", "llama-a1-1", [](const Json& x) {
+    return x["metadata"].contains("deletionTimestamp") && x["status"].dump().find("DisruptionTarget") != std::string::npos;
+  });
+  ASSERT_TRUE(drained.ok()) << drained.status();
+  KubeletTerminate("llama-a1-0", "");
+  KubeletTerminate("llama-a1-1", "");
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/attempt=2", 2).ok());
+  auto job = server_->Get(kTj, "ml", "llama");
+  EXPECT_EQ((*job)["status"]["preemption"]["outcome"], "Checkpointed");
+  EXPECT_EQ((*job)["status"]["disruptionsByReason"]["GracefulPreemption"], 1);
+  EXPECT_EQ(Env(*server_->Get("pods", "ml", "llama-a2-0"), "PHALANX_RESUME_FROM"), "/ckpt/step-900");
+}
+
+TEST_F(OperatorIntegrationTest, SuspendAndResume) {
+  ASSERT_TRUE(server_->Create(kTj, JobJson("llama", 2)).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=llama", 2).ok());
+  ASSERT_TRUE(server_->Patch(kTj, "ml", "llama", fa::PatchType::kMerge, R"({"spec":{"runPolicy":{"suspend":true}}})").ok());
+  // Gated pods were never bound: the operator deletes them and releases its finalizer.
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=llama", 0).ok());
+  ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Suspended"; }).ok());
+  ASSERT_TRUE(server_->Patch(kTj, "ml", "llama", fa::PatchType::kMerge, R"({"spec":{"runPolicy":{"suspend":false}}})").ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/attempt=2", 2).ok());
+  auto job = server_->Get(kTj, "ml", "llama");
+  EXPECT_EQ((*job)["status"]["failures"], 0);
+  EXPECT_EQ((*job)["status"]["disruptions"], 0);
+}
+
+TEST_F(OperatorIntegrationTest, FinishedJobIsDeletedAfterTtl) {
+  Json j = JobJson("done", 1);
+  j["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 0;
+  ASSERT_TRUE(server_->Create(kTj, j).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=done", 1).ok());
+  RunPod("done-a1-0", "gpu-0");
+  Json status = {{"status", {{"phase", "Succeeded"},
+                             {"containerStatuses", Json::array({Json{{"name", "trainer"},
+                                                                     {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}}}}})}}}};
+  ASSERT_TRUE(server_->Patch("pods", "ml", "done-a1-0", fa::PatchType::kMerge, status.dump(), true).ok());
+  ASSERT_TRUE(server_->WaitForGone(kTj, "ml", "done").ok());
 }
 
 TEST_F(OperatorIntegrationTest, ConflictOnStatusWriteIsRetried) {
