@@ -69,11 +69,11 @@ class Informer final : private WatchSink {
 
   Informer(KubeClient& client, InformerOptions options, DecodeFunc decode)
       : options_(std::move(options)),
-        decode_(ViaJson(std::move(decode), options_.keep_managed_fields)),
+        decode_(Guarded(ViaJson(std::move(decode), options_.keep_managed_fields))),
         reflector_(client, ReflectorOptionsFor(options_), *this) {}
   Informer(KubeClient& client, InformerOptions options, RawDecode decode)
       : options_(std::move(options)),
-        decode_(std::move(decode.fn)),
+        decode_(Guarded(std::move(decode.fn))),
         reflector_(client, ReflectorOptionsFor(options_), *this) {}
   ~Informer() override { Stop(); }
   Informer(const Informer&) = delete;
@@ -123,6 +123,18 @@ class Informer final : private WatchSink {
   const Reflector& reflector() const { return reflector_; }
 
  private:
+  // A decoder that throws (nlohmann's at() on a missing field...) skips the object instead of
+  // terminating the informer thread.
+  static RawDecodeFunc Guarded(RawDecodeFunc decode) {
+    return [decode = std::move(decode)](std::string_view text) -> Result<T> {
+      try {
+        return decode(text);
+      } catch (const std::exception& e) {
+        return InvalidArgumentError(std::string("decoder threw: ") + e.what());
+      }
+    };
+  }
+
   static RawDecodeFunc ViaJson(DecodeFunc decode, bool keep_managed_fields) {
     return [decode = std::move(decode), keep_managed_fields](std::string_view text) -> Result<T> {
       // Drops metadata.managedFields (often a third of an object) while parsing.

@@ -301,6 +301,26 @@ TEST_F(InformerTest, JsonPathDropsManagedFieldsAndRawPathSeesEverything) {
   EXPECT_NE(raw.Get("ml/a")->find("\"managedFields\":[{\"manager\":\"kubectl\"}]"), std::string::npos);
 }
 
+TEST_F(InformerTest, ThrowingOrFailingDecodersSkipTheObject) {
+  server_.Upsert(Pod("ml", "good"));
+  server_.Upsert(Pod("ml", "bad"));
+  server_.Upsert(Pod("ml", "throws"));
+  Informer<LeanPod> inf(*client_, Options(), [](const Json& j) -> Result<LeanPod> {
+    const std::string name = j.at("metadata").at("name");
+    if (name == "bad") return InvalidArgumentError("no");
+    if (name == "throws") (void)j.at("no-such-field");
+    return DecodeLeanPod(j);
+  });
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(20s));
+  EXPECT_EQ(inf.Size(), 1u);
+  ASSERT_TRUE(WaitUntil([&] { return server_.live_watches() == 1; }));
+  server_.Upsert(Pod("ml", "throws", "n1"));  // a watch event that throws: skipped, informer alive
+  server_.Upsert(Pod("ml", "good2"));
+  ASSERT_TRUE(WaitUntil([&] { return inf.Size() == 2; }));
+  EXPECT_NE(inf.Get("ml/good2"), nullptr);
+}
+
 TEST(WatchParseTest, EventsAndErrors) {
   auto ev = ParseWatchEvent(R"({"type":"MODIFIED","object":{"metadata":{"name":"a","namespace":"ml","resourceVersion":"9"}}})");
   ASSERT_TRUE(ev.ok());
