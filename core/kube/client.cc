@@ -147,7 +147,11 @@ Result<HttpResponse> KubeClient::Do(HttpRequest request, const CallOptions& call
   for (int attempt = 0;; ++attempt) {
     Sleep(limiter_.Reserve());
     state_->requests.fetch_add(1);
+    const MonotonicTime started = clock_->Now();
     Result<HttpResponse> response = transport_->Send(request);
+    if (options_.observer) {
+      options_.observer(request.method, response.ok() ? response->status : 0, clock_->Now() - started);
+    }
     const bool can_retry = attempt < max_retries;
     if (!response.ok()) {
       // A write may have reached the server before the connection broke: only reads retry.
@@ -184,7 +188,12 @@ Result<std::unique_ptr<ResponseStream>> KubeClient::OpenStream(HttpRequest reque
   Authorize(request);
   Sleep(limiter_.Reserve());
   state_->requests.fetch_add(1);
-  return transport_->OpenStream(request);
+  const MonotonicTime started = clock_->Now();
+  auto stream = transport_->OpenStream(request);
+  if (options_.observer) {
+    options_.observer("WATCH", stream.ok() ? (*stream)->status() : 0, clock_->Now() - started);
+  }
+  return stream;
 }
 
 Status KubeClient::CheckResponse(const HttpResponse& response) {

@@ -51,6 +51,10 @@ struct ClientOptions {
   std::chrono::seconds token_refresh{60};    // re-read token_file this often
   const Clock* clock = nullptr;              // null = RealClock
   std::function<void(Duration)> sleep;       // null = std::this_thread::sleep_for (tests inject)
+  // Called after every attempt (retries included) with the method, the HTTP status (0 for a
+  // network error or timeout) and the latency: the hook for a daemon's request metrics
+  // (core/kube does not depend on core/metrics). Must be thread-safe and quick.
+  std::function<void(std::string_view method, int status, Duration latency)> observer;
 };
 
 struct ListOptions {

@@ -147,6 +147,26 @@ TEST(KubeClientTest, RetriesHonourRetryAfter) {
   EXPECT_EQ(sleeps[1], std::chrono::seconds(3));
 }
 
+TEST(KubeClientTest, ObserverSeesEveryAttempt) {
+  ScriptedServer server;
+  std::atomic<int> calls{0};
+  server.Set([&](const http::Request&) {
+    return calls++ == 0 ? JsonReply(503, "{}") : JsonReply(200, "{}");
+  });
+  std::mutex mu;
+  std::vector<std::pair<std::string, int>> seen;
+  ClientOptions o;
+  o.sleep = [](Duration) {};
+  o.observer = [&](std::string_view method, int status, Duration latency) {
+    EXPECT_GE(latency, Duration::zero());
+    std::lock_guard lock(mu);
+    seen.emplace_back(std::string(method), status);
+  };
+  auto client = MakeClient(server.Config(), o);
+  ASSERT_TRUE(client->Get(resources::kPods, "ml", "a").ok());
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, int>>{{"GET", 503}, {"GET", 200}}));
+}
+
 TEST(KubeClientTest, WritesAreNotRetriedOnAmbiguous5xxButReadsAre) {
   ScriptedServer server;
   server.Set([](const http::Request&) {
