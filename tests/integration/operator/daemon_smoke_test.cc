@@ -1,0 +1,106 @@
+// The phalanx-operator binary end to end: flags, kubeconfig, informers, reconcile, /readyz,
+// /metrics, and a clean exit on SIGTERM, against the in-process fake API server.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/fakes/apiserver/fake_apiserver.h"
+
+extern char** environ;
+
+namespace phalanx::op {
+namespace {
+
+namespace fa = fakes::apiserver;
+
+uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// One blocking HTTP/1.0 GET; "" when the server is not answering.
+std::string HttpGet(uint16_t port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+bool WaitUntil(const std::function<bool()>& cond) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling interval
+  }
+  return true;
+}
+
+TEST(DaemonSmokeTest, RunsJobsServesMetricsAndExitsOnSigterm) {
+  auto server = fa::FakeApiServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string dir = ::testing::TempDir();
+  const std::string kubeconfig = dir + "/operator-smoke-kubeconfig";
+  ASSERT_TRUE((*server)->WriteKubeconfig(kubeconfig).ok());
+  const std::string binary = PHALANX_OPERATOR_BINARY;
+  const uint16_t port = FreePort();
+  const std::string metrics = "--metrics-addr=127.0.0.1:" + std::to_string(port);
+  std::vector<std::string> args = {binary, "--kubeconfig", kubeconfig, metrics, "--progress-addr=127.0.0.1:0",
+                                   "--log-format", "json"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+
+  ASSERT_TRUE((*server)->Create("trainingjobs.phalanx.io", json::Json::parse(R"({"apiVersion":"phalanx.io/v1alpha1",
+    "kind":"TrainingJob","metadata":{"name":"smoke","namespace":"ml"},
+    "spec":{"replicas":3,"gpusPerReplica":1,"template":{"spec":{"containers":[{"name":"t","image":"t:1"}]}}}})")).ok());
+  auto pods = (*server)->WaitForCount("pods", "ml", "phalanx.io/job-name=smoke", 3, std::chrono::seconds(30));
+  EXPECT_TRUE(pods.ok()) << pods.status();
+  EXPECT_TRUE(WaitUntil([&] { return HttpGet(port, "/readyz").find(" 200 ") != std::string::npos; }));
+  std::string body;
+  EXPECT_TRUE(WaitUntil([&] {
+    body = HttpGet(port, "/metrics");
+    return body.find("phalanx_trainingjob_phase{phase=\"Queued\"} 1") != std::string::npos;
+  })) << body;
+  EXPECT_NE(body.find("phalanx_operator_reconcile_total"), std::string::npos);
+
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace phalanx::op
