@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 
@@ -141,6 +142,32 @@ users: [{name: u, user: {client-certificate: client.pem, client-key: client-key.
   auto missing = LoadKubeconfigFile(dir.path() + "/nope");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(), "kubeconfig " + dir.path() + "/nope: cannot read file");
+}
+
+TEST(ResolveConfigTest, FlagThenKubeconfigEnvList) {
+  phalanx::testing::TempDir dir;
+  const std::string good = dir.path() + "/good";
+  std::ofstream(good) << "current-context: a\n"
+                      << "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+                      << "clusters: [{name: c, cluster: {server: \"https://k:6443\"}}]\n"
+                      << "users: [{name: u, user: {token: t}}]\n";
+  const char* saved = std::getenv("KUBECONFIG");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("KUBECONFIG", (dir.path() + "/missing:" + good).c_str(), 1);
+  auto from_env = ResolveConfig("");
+  ASSERT_TRUE(from_env.ok()) << from_env.status();
+  EXPECT_EQ(from_env->server, "https://k:6443");
+  ::setenv("KUBECONFIG", (dir.path() + "/missing").c_str(), 1);
+  auto none = ResolveConfig("");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no such file"), std::string::npos) << none.status();
+  auto flag = ResolveConfig(good);  // the flag wins over the environment
+  EXPECT_TRUE(flag.ok()) << flag.status();
+  if (saved) {
+    ::setenv("KUBECONFIG", saved_value.c_str(), 1);
+  } else {
+    ::unsetenv("KUBECONFIG");
+  }
 }
 
 TEST(InClusterTest, ReadsEnvironmentAndServiceAccountFiles) {
