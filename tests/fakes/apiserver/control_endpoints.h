@@ -1,0 +1,26 @@
+// /fake/* control endpoints: fault injection and inspection for tests that run the
+// fake-apiserver binary in another process (in-process tests call FakeApiServer directly).
+// Not authenticated and not part of the Kubernetes API.
+//   POST   /fake/faults          {"verb":"list","pathContains":"/pods","code":429,"count":2,
+//                                 "retryAfterSeconds":1,"message":"..."}
+//   DELETE /fake/faults          clear rules and latency
+//   POST   /fake/latency?ms=N    add N ms to every API request
+//   POST   /fake/drop-watches    end every watch stream
+//   POST   /fake/compact         forget the event history (older versions -> 410)
+//   POST   /fake/restart?downMs=N  refuse connections for N ms, then serve again
+//   POST   /fake/tokens          {"token":"t","username":"u","uid":"...","groups":["g"]}
+//   POST   /fake/seed            an object, an array or a List: inserted as given
+//   GET    /fake/requests        the recorded requests
+//   GET    /fake/state           {"resourceVersion":N,"watches":N}
+#pragma once
+
+#include "core/http/http_server.h"
+
+namespace phalanx::fakes::apiserver {
+
+class FakeApiServer;
+class Scheduler;
+
+void AddControlEndpoints(http::HttpServer& server, FakeApiServer& fake, Scheduler& scheduler);
+
+}  // namespace phalanx::fakes::apiserver
