@@ -540,37 +540,52 @@ void Extender::Tick() {
 }
 
 void Extender::Admit(MonotonicTime now) {
-  // Queue gated gangs that are complete; drop those that vanished or got a plan.
+  // Queue gated gangs that are complete, in arrival order (FIFO within a priority);
+  // forget queued gangs that vanished, got a plan, or lost members.
   std::set<std::string> pools;
-  std::vector<GangKey> gone;
+  std::vector<const GangRecord*> ready;
   for (const auto& [key, g] : ledger_.gangs()) {
     int gated = 0;
     for (const PodUid& uid : g.members) {
       const PodRecord* rec = ledger_.FindPod(uid);
       if (rec && rec->info.gated) gated++;
     }
-    const bool queued = queue_.Find(key) != nullptr;
     const auto min = EffectiveMin(g, now);
-    const bool ready = !g.plan && gated > 0 && min && static_cast<int>(g.members.size()) >= *min;
-    if (ready && !queued) {
-      (void)queue_.Enqueue({.key = key, .pool = g.pool_selector, .priority = g.priority, .gang = true}, now);
-    } else if (!ready && queued) {
-      gone.push_back(key);
-    }
-    if (ready) pools.insert(g.pool_selector);
+    if (!g.plan && gated > 0 && min && static_cast<int>(g.members.size()) >= *min) ready.push_back(&g);
   }
-  for (const GangKey& key : gone) (void)queue_.Remove(key);
+  std::sort(ready.begin(), ready.end(), [](const GangRecord* a, const GangRecord* b) {
+    return std::tie(a->first_seen, a->key) < std::tie(b->first_seen, b->key);
+  });
+  std::set<GangKey> still;
+  for (const GangRecord* g : ready) {
+    still.insert(g->key);
+    pools.insert(g->pool_selector);
+    if (!queued_.contains(g->key)) {
+      (void)queue_.Enqueue({.key = g->key, .pool = g->pool_selector, .priority = g->priority, .gang = true}, now);
+      queued_.insert(g->key);
+    }
+  }
+  for (auto it = queued_.begin(); it != queued_.end();) {
+    if (still.contains(*it)) {
+      ++it;
+      continue;
+    }
+    (void)queue_.Remove(*it);
+    it = queued_.erase(it);
+  }
   for (const std::string& pool : pools) {
     std::optional<GangKey> after;
     while (auto next = queue_.NextToTry(pool, now, after)) {
       GangRecord* g = ledger_.MutableGang(*next);
       if (!g) {
         (void)queue_.Remove(*next);
+        queued_.erase(*next);
         break;
       }
       const bool fitted = TryPlan(*g, now).empty();
       (void)queue_.RecordAttempt(*next, fitted, now);
       if (fitted) {
+        queued_.erase(*next);  // admitted gangs leave the queue
         LiftGates(*g);
         break;  // one admission per pool per pass
       }

@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -145,6 +146,7 @@ class Extender {
   mutable std::shared_mutex mu_;
   Ledger ledger_;                                 // guarded by mu_
   admission::AdmissionQueue queue_;               // guarded by mu_
+  std::set<GangKey> queued_;                      // guarded by mu_: keys in queue_
   std::map<GangKey, Barrier> barriers_;           // guarded by mu_
   // Pods seen only in filter requests (embedded mode, or before the informer): bind
   // needs their request. Bounded; guarded by summaries_mu_.

@@ -52,6 +52,7 @@ Result<FilterArgs> ParseFilterArgs(std::string_view body, json::FastJsonParser& 
     json_type type;
     if (auto err = value.type().get(type)) return WireError(key, err);
     if (key == "Pod") {
+      if (type == json_type::null) return InvalidArgumentError("Pod: missing or null");
       if (type != json_type::object) return InvalidArgumentError("Pod: expected an object");
       simdjson::ondemand::object pod;
       if (auto err = value.get_object().get(pod)) return WireError("Pod", err);

@@ -126,7 +126,7 @@ TEST(GangTest, TwoGangsThatFitOnlyOneAtATimeNeverDeadlock) {
   for (const auto& gang : state["gangs"]) planned += gang.contains("plan") ? 1 : 0;
   EXPECT_EQ(planned, 1);  // never two half-placed gangs
   // Gang a (first in FIFO) has the plan; b waits with nothing reserved.
-  EXPECT_NE(c.ext.Explain("default/a-0").find("admitted"), std::string::npos);
+  EXPECT_NE(c.ext.Explain("default/a-0").find("admitted: planned"), std::string::npos) << c.ext.Explain("default/a-0");
   EXPECT_NE(c.ext.Explain("default/b-0").find("not admitted"), std::string::npos);
   auto pinned = AdmitAndFilter(c, a, TwoDgx());
   std::vector<BindProbe> probes(2);
