@@ -23,6 +23,8 @@
 #include "device-plugin/plugin/node_topology_reader.h"
 #include "device-plugin/plugin/plugin_manager.h"
 #include "device-plugin/plugin/plugin_metrics.h"
+#include "device-plugin/publish/kube_node_api.h"
+#include "device-plugin/publish/publisher.h"
 
 namespace phalanx::device_plugin {
 namespace {
@@ -102,11 +104,15 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
 
   Readiness readiness;
   std::unique_ptr<PluginManager> manager;
+  std::unique_ptr<Publisher> publisher;
+  std::string publish_disabled;  // why publishing cannot run at all (degraded), or ""
   http::HttpServer http(http::ServerOptions{.address = listen->host, .port = listen->port, .io_threads = 1});
   http::AddStandardEndpoints(http, http::StandardEndpoints{
       .ready = [&](std::string* reason) {
         std::string r = readiness.Get();
         if (r.empty() && manager && !manager->AllRegistered()) r = "not registered with kubelet";
+        if (r.empty()) r = publish_disabled;
+        if (r.empty() && publisher) r = publisher->DegradedReason();
         if (!r.empty() && reason) *reason = r;
         return r.empty();
       },
@@ -160,8 +166,30 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
   HealthMonitor monitor(*nvml, inventory, config.health, health, pm.get(), log::MakeLogger("device_plugin.health"));
   monitor.Start();
 
+  // Publishing: without API access the node keeps serving kubelet; /readyz says why.
+  std::unique_ptr<NodeApi> node_api;
+  std::unique_ptr<PodResourcesClient> pod_resources;
+  if (o.publish) {
+    if (o.node_name.empty()) {
+      publish_disabled = "publishing degraded: no --node-name (or env NODE_NAME)";
+    } else if (auto api = KubeNodeApi::Create(o.kubeconfig); !api.ok()) {
+      publish_disabled = "publishing degraded: " + api.status().message();
+    } else {
+      node_api = std::move(api).value();
+      pod_resources = std::make_unique<PodResourcesClient>(o.pod_resources_socket);
+      bool mig_capable = false;
+      for (const auto& g : inventory.gpus) mig_capable = mig_capable || g.mig_capable;
+      publisher = std::make_unique<Publisher>(
+          PublisherOptions{.node_name = o.node_name,
+                           .interval = std::chrono::milliseconds(static_cast<int64_t>(config.publish_interval_seconds * 1000))},
+          *node_api, pod_resources.get(), topo.ok() ? std::optional(*topo) : std::nullopt, mig_capable, *resources,
+          health, pm.get(), log::MakeLogger("device_plugin.publish"));
+    }
+    if (!publish_disabled.empty()) PHX_LOG_WARN(logger, "Not publishing node GPU state", kv("reason", publish_disabled));
+  }
+
   ServerDeps deps{.config = &config, .health = &health, .bandwidth = bandwidth,
-                  .pods = nullptr, .metrics = pm.get(),
+                  .pods = publisher.get(), .metrics = pm.get(),
                   .logger = log::MakeLogger("device_plugin.kubelet")};
   manager = std::make_unique<PluginManager>(
       ManagerOptions{.plugin_dir = o.kubelet_dir, .poll_interval = std::chrono::milliseconds(o.kubelet_poll_ms)},
@@ -170,11 +198,13 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     PHX_LOG_INFO(logger, "Advertising resource", kv("resource", r.name), kv("devices", r.devices.size()));
   }
   manager->Start();
+  if (publisher) publisher->Start();
   readiness.Set("");
 
   shutdown.OnShutdown([&] {
     PHX_LOG_INFO(logger, "Shutting down: stopping kubelet servers and removing sockets");
     manager->Stop();
+    if (publisher) publisher->Stop();
     monitor.Stop();
     http.Shutdown(std::chrono::seconds(2));
   });

@@ -31,6 +31,9 @@ void AddFlags(CLI::App& app, Options& o) {
   app.add_option("--kubelet-poll-ms", o.kubelet_poll_ms, "How often to check for kubelet restarts")
       ->capture_default_str()
       ->check(CLI::Range(10, 10000));
+  app.add_option("--publish", o.publish,
+                 "Publish node labels and GPU topology/state annotations (false: kubelet only)")
+      ->capture_default_str();
   log::AddLogFlags(app, o.log);
 }
 

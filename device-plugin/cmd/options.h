@@ -25,6 +25,7 @@ struct Options {
   std::string mig_strategy;           // overrides flags.migStrategy when set
   std::optional<bool> fail_on_init_error;  // overrides flags.failOnInitError when set
   int kubelet_poll_ms = 200;
+  bool publish = true;                // false: never talk to the API server
   log::LogOptions log;
 };
 

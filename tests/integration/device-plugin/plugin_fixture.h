@@ -62,6 +62,7 @@ class PluginTest : public ::testing::Test {
                                      "--nvml-library", FAKE_NVML_LIBRARY,
                                      "--metrics-addr", "127.0.0.1:0",
                                      "--kubelet-poll-ms", "50"};
+    if (!publish_) args.push_back("--publish=false");
     args.insert(args.end(), extra.begin(), extra.end());
     if (!machine.empty()) env.emplace("FAKE_NVML_MACHINE", Machine(machine));
     env.emplace("NODE_NAME", "node-1");
@@ -86,6 +87,7 @@ class PluginTest : public ::testing::Test {
   std::unique_ptr<FakeKubelet> kubelet_;
   std::unique_ptr<DaemonProcess> daemon_;
   int daemons_ = 0;
+  bool publish_ = false;  // most tests have no API server
 };
 
 }  // namespace phalanx::device_plugin::testing

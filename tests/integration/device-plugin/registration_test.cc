@@ -162,3 +162,23 @@ TEST_F(PluginTest, GpuLostAtStartIsNotAdvertisedOthersAre) {
 
 }  // namespace
 }  // namespace phalanx::device_plugin::testing
+
+namespace phalanx::device_plugin::testing {
+namespace {
+
+TEST_F(PluginTest, WithoutApiAccessServesKubeletAndReportsPublishingDegraded) {
+  StartKubelet();
+  publish_ = true;
+  auto& d = StartDaemon("pcie-4gpu", {"--kubeconfig", Path("missing-kubeconfig")});
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, kDeadline)) << d.log();
+  const int port = d.MetricsPort();
+  // Once registered, the only reason left is publishing.
+  EXPECT_TRUE(WaitUntil([&] { return HttpGet(port, "/readyz").rfind("503 publishing degraded", 0) == 0; }))
+      << HttpGet(port, "/readyz");
+  auto* p = Plugin("nvidia.com/gpu");
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->WaitForDevices([](const Devices& ds) { return ds.size() == 4; }, kDeadline));
+}
+
+}  // namespace
+}  // namespace phalanx::device_plugin::testing

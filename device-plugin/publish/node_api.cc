@@ -1,0 +1,42 @@
+#include "device-plugin/publish/node_api.h"
+
+#include <ctime>
+
+#include "device-plugin/publish/node_state.h"
+
+namespace phalanx::device_plugin {
+namespace {
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// RFC 3339 "2026-11-22T09:11:01Z" (what the API server writes for creationTimestamp).
+SystemTime ParseTime(const std::string& s) {
+  std::tm tm{};
+  if (s.size() < 19 || strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return SystemTime{};
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+}  // namespace
+
+Result<PodOnNode> DecodePod(const nlohmann::json& pod) {
+  if (!pod.is_object()) return InvalidArgumentError("pod: expected an object");
+  auto meta = pod.find("metadata");
+  if (meta == pod.end() || !meta->is_object()) return InvalidArgumentError("pod: no metadata");
+  PodOnNode p;
+  p.uid = Str(*meta, "uid");
+  p.ns = Str(*meta, "namespace");
+  p.name = Str(*meta, "name");
+  if (p.uid.empty() || p.name.empty()) return InvalidArgumentError("pod: metadata.uid and name are required");
+  p.created = ParseTime(Str(*meta, "creationTimestamp"));
+  p.deleting = meta->contains("deletionTimestamp") && !(*meta)["deletionTimestamp"].is_null();
+  if (auto a = meta->find("annotations"); a != meta->end() && a->is_object()) {
+    p.devices_annotation = Str(*a, std::string(kDevicesAnnotation).c_str());
+  }
+  if (auto st = pod.find("status"); st != pod.end() && st->is_object()) p.phase = Str(*st, "phase");
+  return p;
+}
+
+}  // namespace phalanx::device_plugin

@@ -1,0 +1,223 @@
+// Node state builders and the Publisher against an in-memory NodeApi and the fake
+// kubelet's pod-resources server.
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/log/log.h"
+#include "core/log/logger_factory.h"
+#include "core/topology/reference_machines.h"
+#include "core/topology/topology_codec.h"
+#include "device-plugin/publish/node_state.h"
+#include "device-plugin/publish/publisher.h"
+#include "tests/fakes/kubelet/fake_pod_resources.h"
+#include "tests/unit/device-plugin/plugin/test_resources.h"
+
+namespace phalanx::device_plugin {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class FakeNodeApi final : public NodeApi {
+ public:
+  Status PatchNode(const std::string& node, const json& patch) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!fail.ok()) return fail;
+    patches.push_back({node, patch});
+    return OkStatus();
+  }
+  Result<std::vector<PodOnNode>> ListPodsOnNode(const std::string&, bool fast) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!fail.ok()) return fail;
+    fast_lists += fast;
+    return pods;
+  }
+  std::mutex mu;
+  Status fail;
+  std::vector<std::pair<std::string, json>> patches;
+  std::vector<PodOnNode> pods;
+  int fast_lists = 0;
+};
+
+bool WaitUntil(const std::function<bool()>& cond, std::chrono::milliseconds deadline = 20s) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+TEST(NodeStateTest, LabelsAreLabelSafe) {
+  EXPECT_EQ(LabelValue("NVIDIA H100 80GB HBM3"), "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(LabelValue("  (A100-SXM4-80GB)  "), "A100-SXM4-80GB");
+  EXPECT_EQ(LabelValue(std::string(100, 'a')).size(), 63u);
+  EXPECT_EQ(LabelValue("!!!"), "");
+  auto labels = NodeLabels(topology::MakeDgxH100Node(), true);
+  EXPECT_EQ(labels.at("phalanx.io/gpu.product"), "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(labels.at("phalanx.io/gpu.count"), "8");
+  EXPECT_EQ(labels.at("phalanx.io/gpu.memory-mib"), "81559");
+  EXPECT_EQ(labels.at("phalanx.io/mig.capable"), "true");
+  EXPECT_EQ(labels.count("phalanx.io/nvlink-domain"), 0u);
+}
+
+TEST(NodeStateTest, GpuStateUsesAdvertisedIdsHealthAndPodUids) {
+  auto node = topology::MakePcie4GpuNode();
+  std::vector<ResourceSpec> resources = {testing::WholeGpuResource(node)};
+  HealthTable health;
+  const std::string g0 = node.gpus[0].uuid.str(), g3 = node.gpus[3].uuid.str();
+  health.SetUnhealthy(g3, "XID 79", 79, MonotonicTime{});
+  json doc = GpuStateDocument(resources, health, {{g0, "uid-1"}});
+  EXPECT_EQ(doc["version"], 1);
+  ASSERT_EQ(doc["devices"].size(), 4u);
+  EXPECT_EQ(doc["devices"][g0]["health"], "Healthy");
+  EXPECT_EQ(doc["devices"][g0]["podUID"], "uid-1");
+  EXPECT_FALSE(doc["devices"][g0].contains("reason"));
+  EXPECT_EQ(doc["devices"][g3]["health"], "Unhealthy");
+  EXPECT_EQ(doc["devices"][g3]["reason"], "XID 79");
+  EXPECT_EQ(doc["devices"][g3]["xid"], 79);
+  EXPECT_TRUE(doc["devices"][g3]["podUID"].is_null());
+  // The topology annotation carries GPU health too and stays decodable.
+  auto t = WithHealth(node, health);
+  EXPECT_EQ(t.gpus[3].health, topology::Health::kUnhealthy);
+  auto enc = topology::EncodeTopology(t);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_TRUE(topology::DecodeTopology(*enc).ok());
+}
+
+TEST(NodeStateTest, PatchTouchesOnlyOurKeys) {
+  json p = NodePatch({{"phalanx.io/gpu.count", "8"}}, "{}", "{\"version\":1}");
+  EXPECT_EQ(p.size(), 1u);
+  EXPECT_EQ(p["metadata"].size(), 2u);
+  EXPECT_EQ(p["metadata"]["labels"]["phalanx.io/gpu.count"], "8");
+  EXPECT_EQ(p["metadata"]["annotations"]["phalanx.io/gpu-state"], "{\"version\":1}");
+  EXPECT_EQ(p["metadata"]["annotations"]["phalanx.io/gpu-topology"], "{}");
+}
+
+TEST(DevicesAnnotationTest, Parses) {
+  auto ids = ParseDevicesAnnotation(R"({"main":["GPU-a","GPU-b"],"side":["MIG-c"]})");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(ids->size(), 3u);
+  EXPECT_FALSE(ParseDevicesAnnotation("[1]").ok());
+  EXPECT_FALSE(ParseDevicesAnnotation(R"({"main":"GPU-a"})").ok());
+  EXPECT_FALSE(ParseDevicesAnnotation("{").ok());
+}
+
+class PublisherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/phx-pub-XXXXXX";
+    dir_ = mkdtemp(pattern);
+    auto pr = fake_kubelet::FakePodResources::Start(dir_ + "/kubelet.sock");
+    ASSERT_TRUE(pr.ok()) << pr.status();
+    fake_pr_ = std::move(pr).value();
+    client_ = std::make_unique<PodResourcesClient>(dir_ + "/kubelet.sock");
+    resources_ = {testing::WholeGpuResource(node_)};
+  }
+  void TearDown() override {
+    publisher_.reset();
+    fake_pr_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  Publisher& Make(std::chrono::milliseconds interval = 1000ms) {
+    publisher_ = std::make_unique<Publisher>(PublisherOptions{.node_name = "node-1", .interval = interval,
+                                                              .max_backoff = 4 * interval},
+                                             api_, client_.get(), node_, false, resources_, health_, nullptr,
+                                             log::MakeLogger("test"));
+    return *publisher_;
+  }
+  std::string Gpu(int i) const { return node_.gpus[i].uuid.str(); }
+  json LastState() {
+    std::lock_guard<std::mutex> lock(api_.mu);
+    return json::parse(api_.patches.back().second["metadata"]["annotations"]["phalanx.io/gpu-state"].get<std::string>());
+  }
+
+  std::string dir_;
+  topology::NodeTopology node_ = topology::MakePcie4GpuNode();
+  std::vector<ResourceSpec> resources_;
+  HealthTable health_;
+  FakeNodeApi api_;
+  std::unique_ptr<fake_kubelet::FakePodResources> fake_pr_;
+  std::unique_ptr<PodResourcesClient> client_;
+  std::unique_ptr<Publisher> publisher_;
+};
+
+TEST_F(PublisherTest, WritesOnceThenOnlyOnChange) {
+  auto& p = Make();
+  ASSERT_TRUE(p.PublishOnce().ok());
+  ASSERT_TRUE(p.PublishOnce().ok());
+  EXPECT_EQ(p.writes(), 1);
+  ASSERT_EQ(api_.patches.size(), 1u);
+  EXPECT_EQ(api_.patches[0].first, "node-1");
+  const json& meta = api_.patches[0].second["metadata"];
+  EXPECT_EQ(meta["labels"]["phalanx.io/gpu.product"], "NVIDIA-RTX-A6000");
+  auto topo = topology::DecodeTopology(meta["annotations"]["phalanx.io/gpu-topology"].get<std::string>());
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  EXPECT_EQ(topo->gpu_count(), 4);
+  EXPECT_TRUE(p.DegradedReason().empty());
+
+  // An allocation appears in pod-resources: the state names the pod's UID.
+  api_.pods = {PodOnNode{.uid = "uid-7", .ns = "ml", .name = "w0", .phase = "Running"}};
+  fake_pr_->SetPods({fake_kubelet::FakePodResources::MakePod("ml", "w0", "main", "nvidia.com/gpu", {Gpu(2)})});
+  ASSERT_TRUE(p.PublishOnce().ok());
+  EXPECT_EQ(p.writes(), 2);
+  EXPECT_EQ(LastState()["devices"][Gpu(2)]["podUID"], "uid-7");
+  EXPECT_TRUE(LastState()["devices"][Gpu(1)]["podUID"].is_null());
+}
+
+TEST_F(PublisherTest, ApiOutageIsDegradedAndRecovers) {
+  auto& p = Make();
+  api_.fail = UnavailableError("connection refused");
+  Status s = p.PublishOnce();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(p.DegradedReason().find("connection refused"), std::string::npos) << p.DegradedReason();
+  api_.fail = OkStatus();
+  ASSERT_TRUE(p.PublishOnce().ok());
+  EXPECT_TRUE(p.DegradedReason().empty());
+  EXPECT_EQ(p.writes(), 1);
+}
+
+TEST_F(PublisherTest, HealthChangeIsPublishedButAtMostOncePerInterval) {
+  auto& p = Make(1000ms);
+  p.Start();
+  ASSERT_TRUE(WaitUntil([&] { return p.writes() == 1; }));
+  const auto first = std::chrono::steady_clock::now();
+  health_.SetUnhealthy(Gpu(1), "XID 48", 48, MonotonicTime{});
+  health_.SetUnhealthy(Gpu(2), "XID 48", 48, MonotonicTime{});
+  ASSERT_TRUE(WaitUntil([&] { return p.writes() == 2; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - first, 900ms);  // debounced: ≤ 1 write/s
+  auto state = LastState();
+  EXPECT_EQ(state["devices"][Gpu(1)]["health"], "Unhealthy");
+  EXPECT_EQ(state["devices"][Gpu(2)]["health"], "Unhealthy");
+  p.Stop();
+}
+
+TEST_F(PublisherTest, PendingPodsAreAnnotatedPendingAndNotYetAllocated) {
+  auto& p = Make();
+  api_.pods = {
+      PodOnNode{.uid = "1", .ns = "ml", .name = "a", .phase = "Pending", .devices_annotation = R"({"c":["GPU-x"]})"},
+      PodOnNode{.uid = "2", .ns = "ml", .name = "b", .phase = "Running", .devices_annotation = R"({"c":["GPU-y"]})"},
+      PodOnNode{.uid = "3", .ns = "ml", .name = "c", .phase = "Pending", .deleting = true,
+                .devices_annotation = R"({"c":["GPU-z"]})"},
+      PodOnNode{.uid = "4", .ns = "ml", .name = "d", .phase = "Pending"},
+      PodOnNode{.uid = "5", .ns = "ml", .name = "e", .phase = "Pending", .devices_annotation = R"({"c":["GPU-w"]})"},
+  };
+  fake_pr_->SetPods({fake_kubelet::FakePodResources::MakePod("ml", "e", "c", "nvidia.com/gpu", {Gpu(0)})});
+  ASSERT_TRUE(p.PublishOnce().ok());
+  auto pending = p.PendingPods();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].key, "ml/a");
+  EXPECT_EQ(pending[0].device_ids, std::vector<std::string>{"GPU-x"});
+  EXPECT_GE(api_.fast_lists, 1);
+  // API down: the last list answers.
+  api_.fail = UnavailableError("down");
+  EXPECT_EQ(p.PendingPods().size(), 1u);
+}
+
+}  // namespace
+}  // namespace phalanx::device_plugin
