@@ -24,10 +24,15 @@ function(phalanx_add_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${T_DEPS} GTest::gmock GTest::gtest_main)
   phalanx_set_warnings(${name})
+  # Paths are also compiled in: gtest_discover_tests cannot carry a second ENVIRONMENT
+  # entry (its `;` splits the property list), and tests run outside ctest need them too.
+  target_compile_definitions(${name} PRIVATE
+    PHALANX_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    PHALANX_TEST_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gtest_discover_tests(${name}
     DISCOVERY_MODE PRE_TEST
     PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
-    ENVIRONMENT "PHALANX_SOURCE_DIR=${PROJECT_SOURCE_DIR};PHALANX_BINARY_DIR=${PROJECT_BINARY_DIR}")
+    ENVIRONMENT "PHALANX_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()
 
 # phalanx_add_bench(NAME SOURCES ... DEPS ...): a Google Benchmark executable (built by
