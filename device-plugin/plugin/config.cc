@@ -166,22 +166,34 @@ Status ParseSharing(const YAML::Node& sharing, Config& c) {
   return OkStatus();
 }
 
+Status ParseIgnoredXids(const YAML::Node& n, const std::string& path, Config& c) {
+  if (!n.IsSequence()) return Bad(path, "expected a list of XIDs");
+  c.health.ignored_xids.clear();
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string ip = fmt::format("{}[{}]", path, i);
+    PHX_ASSIGN_OR_RETURN(long long x, GetInt(n[i], ip));
+    if (x < 1) return Bad(ip, fmt::format("must be a positive XID, got {}", x));
+    c.health.ignored_xids.insert(static_cast<unsigned long long>(x));
+  }
+  return OkStatus();
+}
+
 Status ParsePhalanx(const YAML::Node& px, Config& c) {
-  PHX_RETURN_IF_ERROR(CheckKeys(px, "phalanx", {"health", "publishIntervalSeconds"}));
+  // `phalanx.ignoredXids` is the Helm chart's shorthand for `phalanx.health.ignoredXids`.
+  PHX_RETURN_IF_ERROR(CheckKeys(px, "phalanx", {"health", "ignoredXids", "publishIntervalSeconds"}));
+  if (auto n = px["ignoredXids"]) {
+    if (px["health"] && px["health"].IsMap() && px["health"]["ignoredXids"]) {
+      return Bad("phalanx.ignoredXids", "set either phalanx.ignoredXids or phalanx.health.ignoredXids, not both");
+    }
+    PHX_RETURN_IF_ERROR(ParseIgnoredXids(n, "phalanx.ignoredXids", c));
+  }
   if (auto h = px["health"]) {
     PHX_RETURN_IF_ERROR(CheckKeys(h, "phalanx.health", {"disabled", "ignoredXids", "recoveryQuietSeconds"}));
     if (auto n = h["disabled"]) {
       PHX_ASSIGN_OR_RETURN(c.health.disabled, GetBool(n, "phalanx.health.disabled"));
     }
     if (auto n = h["ignoredXids"]) {
-      if (!n.IsSequence()) return Bad("phalanx.health.ignoredXids", "expected a list of XIDs");
-      c.health.ignored_xids.clear();
-      for (size_t i = 0; i < n.size(); ++i) {
-        const std::string ip = fmt::format("phalanx.health.ignoredXids[{}]", i);
-        PHX_ASSIGN_OR_RETURN(long long x, GetInt(n[i], ip));
-        if (x < 1) return Bad(ip, fmt::format("must be a positive XID, got {}", x));
-        c.health.ignored_xids.insert(static_cast<unsigned long long>(x));
-      }
+      PHX_RETURN_IF_ERROR(ParseIgnoredXids(n, "phalanx.health.ignoredXids", c));
     }
     if (auto n = h["recoveryQuietSeconds"]) {
       PHX_ASSIGN_OR_RETURN(long long s, GetInt(n, "phalanx.health.recoveryQuietSeconds"));

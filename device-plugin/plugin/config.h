@@ -19,6 +19,8 @@
 //       disabled: false
 //       ignoredXids: [13, 31, 43, 45, 68, 109]   (replaces the default list)
 //       recoveryQuietSeconds: 300                (0 = never recover, NVIDIA's behaviour)
+//     ignoredXids: [...]                         (shorthand for health.ignoredXids, as the
+//                                                 Helm chart writes it; not both)
 //     publishIntervalSeconds: 1
 //
 // Validation is strict: unknown keys and bad values fail with the YAML path of the
@@ -47,12 +49,14 @@ struct TimeSlicedResource {
   std::string name;    // nvidia.com/gpu or nvidia.com/mig-<profile>
   int replicas = 1;
   std::string rename;  // advertised name; empty = name (or name + ".shared" if renameByDefault)
+  bool operator==(const TimeSlicedResource&) const = default;
 };
 
 struct HealthConfig {
   bool disabled = false;
   std::set<unsigned long long> ignored_xids{13, 31, 43, 45, 68, 109};
   int recovery_quiet_seconds = 300;  // 0 = never recover
+  bool operator==(const HealthConfig&) const = default;
 };
 
 struct Config {
@@ -67,6 +71,8 @@ struct Config {
   double publish_interval_seconds = 1.0;
 
   bool HasStrategy(DeviceListStrategy s) const;
+  // SIGHUP reload compares the new config with the running one.
+  bool operator==(const Config&) const = default;
 };
 
 // Parses and validates a config document. InvalidArgument with the path of the problem.

@@ -12,11 +12,16 @@
 namespace phalanx::device_plugin {
 namespace {
 
-ino_t InodeOf(const std::string& path) {
+// A file's identity: inode plus change time. The inode alone is not enough: a socket
+// deleted and recreated at once often gets the same inode number back.
+FileId FileIdOf(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return 0;
-  return st.st_ino;
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return FileId{.ino = st.st_ino,
+                .ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
 }
+
+ino_t InodeOf(const std::string& path) { return FileIdOf(path).ino; }
 
 }  // namespace
 
@@ -81,9 +86,10 @@ void PluginManager::Tick() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return;
-    const ino_t ino = InodeOf(KubeletSocket());
+    const FileId kubelet = FileIdOf(KubeletSocket());
+    const ino_t ino = kubelet.ino;
     bool restart = false;
-    if (ino != 0 && kubelet_ino_ != 0 && ino != kubelet_ino_) {
+    if (ino != 0 && kubelet_id_.ino != 0 && !(kubelet == kubelet_id_)) {
       PHX_LOG_INFO(deps_.logger, "Saw kubelet.sock recreated, restarting plugin servers");
       restart = true;
     }
@@ -95,7 +101,7 @@ void PluginManager::Tick() {
         break;
       }
     }
-    if (ino != 0) kubelet_ino_ = ino;
+    if (ino != 0) kubelet_id_ = kubelet;
     if (restart) {
       ++restarts_;
       if (deps_.metrics && deps_.metrics->kubelet_restarts) deps_.metrics->kubelet_restarts->Inc();

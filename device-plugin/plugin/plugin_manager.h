@@ -5,7 +5,7 @@
 // and recreating the whole directory):
 //  - every resource is served on <plugin_dir>/phalanx-<resource>.sock; a socket file that
 //    disappeared (kubelet restart wipes the directory) -> all servers restart;
-//  - kubelet.sock recreated (new inode) -> kubelet restarted: servers restart and
+//  - kubelet.sock recreated (new inode or change time) -> kubelet restarted: servers restart and
 //    re-register;
 //  - every resource is registered (version v1beta1, options: preferred allocation
 //    available); failures (kubelet absent, refusing) retry with jittered exponential
@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,12 @@
 #include "device-plugin/plugin/resource_server.h"
 
 namespace phalanx::device_plugin {
+
+struct FileId {
+  ino_t ino = 0;  // 0 = missing
+  int64_t ctime_ns = 0;
+  bool operator==(const FileId&) const = default;
+};
 
 struct ManagerOptions {
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";
@@ -74,7 +81,7 @@ class PluginManager {
   bool stop_ = false;
   std::vector<std::unique_ptr<ResourceServer>> servers_;  // guarded by mu_
   std::vector<bool> registered_;                          // guarded by mu_
-  ino_t kubelet_ino_ = 0;                                 // guarded by mu_
+  FileId kubelet_id_;                                     // guarded by mu_
   int successes_ = 0;                                     // guarded by mu_
   int restarts_ = 0;                                      // guarded by mu_
   Backoff backoff_;

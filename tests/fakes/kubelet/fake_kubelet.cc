@@ -119,10 +119,14 @@ void FakeKubelet::StopServers() {
   // `dropped` goes out of scope here, cancelling the ListAndWatch streams unlocked.
 }
 
-Status FakeKubelet::Restart() {
+Status FakeKubelet::Restart(RestartMode mode) {
   StopServers();
   std::error_code ec;
-  std::filesystem::remove_all(device_plugin_dir(), ec);
+  if (mode == RestartMode::kWipeDirectory) {
+    std::filesystem::remove_all(device_plugin_dir(), ec);
+  } else {
+    std::filesystem::remove(registration_socket(), ec);
+  }
   if (ec) return InternalError(fmt::format("cannot remove {}: {}", device_plugin_dir(), ec.message()));
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -76,8 +76,12 @@ class FakeKubelet {
   // The connection to the plugin registered for `resource_name`, or null.
   DevicePluginClient* Plugin(const std::string& resource_name) const;
 
+  enum class RestartMode {
+    kWipeDirectory,        // kubelet's behaviour: every socket in device-plugins/ is deleted
+    kRecreateSocketOnly,   // only kubelet.sock is deleted and recreated (plugin sockets stay)
+  };
   // Simulates a kubelet restart (see the file comment).
-  Status Restart();
+  Status Restart(RestartMode mode = RestartMode::kWipeDirectory);
 
  private:
   class RegistrationService;

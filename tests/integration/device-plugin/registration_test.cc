@@ -72,6 +72,23 @@ TEST_F(PluginTest, ReRegistersAfterKubeletRestart) {
   })) << HttpGet(port, "/metrics");
 }
 
+// A kubelet that recreates kubelet.sock but leaves our socket in place (NVIDIA's plugin
+// relies on exactly this signal): the daemon must notice the new kubelet.sock alone.
+TEST_F(PluginTest, ReRegistersWhenOnlyKubeletSockIsRecreated) {
+  StartKubelet();
+  auto& d = StartDaemon("pcie-4gpu");
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, kDeadline)) << d.log();
+  for (int round = 1; round <= 3; ++round) {
+    ASSERT_TRUE(kubelet_->Restart(FakeKubelet::RestartMode::kRecreateSocketOnly).ok());
+    ASSERT_TRUE(kubelet_->WaitForRegistrations(1, kDeadline)) << "round " << round << "\n" << d.log();
+    auto* p = Plugin("nvidia.com/gpu");
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(p->WaitForDevices([](const Devices& ds) { return ds.size() == 4; }, kDeadline));
+  }
+  EXPECT_NE(d.log().find("Saw kubelet.sock recreated"), std::string::npos) << d.log();
+  EXPECT_EQ(kubelet_->generation(), 3);
+}
+
 TEST_F(PluginTest, SigtermRemovesSocketsAndExitsZero) {
   StartKubelet();
   auto& d = StartDaemon("a100-mig", {"--mig-strategy", "mixed"});

@@ -1,6 +1,10 @@
 #include "device-plugin/plugin/config.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 namespace phalanx::device_plugin {
 namespace {
@@ -97,7 +101,44 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"version: v1\nphalanx:\n  health:\n    ignoredXids: 13\n", "expected a list of XIDs"},
         BadCase{"version: v1\nphalanx:\n  health:\n    recoveryQuietSeconds: -1\n", "must be between 0 and 86400"},
         BadCase{"version: v1\nphalanx:\n  publishIntervalSeconds: 0.1\n", "phalanx.publishIntervalSeconds"},
+        BadCase{"version: v1\nphalanx:\n  ignoredXids: [13]\n  health:\n    ignoredXids: [31]\n", "not both"},
+        BadCase{"version: v1\nphalanx:\n  ignoredXids: [0]\n", "phalanx.ignoredXids[0]: must be a positive XID"},
         BadCase{"version: v1\nflags: [\n", "line"}));
+
+TEST(ConfigTest, ShorthandIgnoredXidsReplacesTheDefaultList) {
+  auto c = ParseConfig("version: v1\nphalanx:\n  ignoredXids: [13, 48]\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->health.ignored_xids, (std::set<unsigned long long>{13, 48}));
+}
+
+TEST(ConfigTest, EqualitySeesEveryReloadableField) {
+  auto a = ParseConfig("version: v1\n");
+  ASSERT_TRUE(a.ok());
+  Config b = *a;
+  EXPECT_TRUE(*a == b);
+  b.health.ignored_xids.insert(48);
+  EXPECT_FALSE(*a == b);
+  b = *a;
+  b.time_slicing.push_back({.name = "nvidia.com/gpu", .replicas = 2});
+  EXPECT_FALSE(*a == b);
+  b = *a;
+  b.mig_strategy = MigStrategy::kMixed;
+  EXPECT_FALSE(*a == b);
+}
+
+// The Helm chart renders devicePlugin.config from values.yaml into the ConfigMap the
+// daemon reads with --config: its defaults must pass this strict validation.
+TEST(ConfigTest, HelmChartDefaultConfigIsAccepted) {
+  const std::string values = std::string(PHALANX_TEST_SOURCE_DIR) + "/helm/phalanx/values.yaml";
+  YAML::Node root = YAML::LoadFile(values);
+  ASSERT_TRUE(root["devicePlugin"]["config"]) << values << " has no devicePlugin.config";
+  YAML::Emitter out;
+  out << root["devicePlugin"]["config"];
+  auto c = ParseConfig(out.c_str());
+  ASSERT_TRUE(c.ok()) << c.status() << "\n" << out.c_str();
+  EXPECT_EQ(c->mig_strategy, MigStrategy::kNone);
+  EXPECT_EQ(c->health.ignored_xids, (std::set<unsigned long long>{13, 31, 43, 45, 68, 109}));
+}
 
 TEST(ConfigTest, MissingFileIsNotFound) {
   auto c = LoadConfigFile("/nonexistent/phalanx.yaml");
