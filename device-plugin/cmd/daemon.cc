@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include "core/log/logger_factory.h"
 #include "core/metrics/registry.h"
 #include "core/placement/topology_bandwidth.h"
+#include "device-plugin/cmd/hangup_signal.h"
 #include "device-plugin/health/health_monitor.h"
 #include "device-plugin/nvml/dl_nvml.h"
 #include "device-plugin/nvml/gpu_discovery.h"
@@ -67,6 +70,121 @@ class Readiness {
   std::string reason_ = "starting";
 };
 
+// Everything that depends on the config file; SIGHUP replaces it as a whole (NVML, the
+// health table, the API client and the HTTP server outlive it).
+struct Generation {
+  std::unique_ptr<const Config> config;
+  std::vector<ResourceSpec> resources;
+  std::unique_ptr<HealthMonitor> monitor;
+  std::unique_ptr<Publisher> publisher;
+  std::unique_ptr<PluginManager> manager;
+
+  void Stop() {
+    manager->Stop();  // first: kubelet stops seeing our sockets before anything else goes
+    if (publisher) publisher->Stop();
+    monitor->Stop();
+  }
+};
+
+// What generations share.
+struct NodeContext {
+  const Options* options = nullptr;
+  nvml::DlNvml* nvml = nullptr;
+  const nvml::GpuInventory* inventory = nullptr;
+  std::optional<topology::NodeTopology> topology;
+  std::shared_ptr<const placement::BandwidthMatrix> bandwidth;
+  bool mig_capable = false;
+  HealthTable* health = nullptr;
+  NodeApi* node_api = nullptr;  // null = not publishing
+  PodResourcesClient* pod_resources = nullptr;
+  const PluginMetrics* metrics = nullptr;
+};
+
+// Starts the components for `config`, whose resources BuildResources already accepted.
+std::unique_ptr<Generation> StartGeneration(const NodeContext& ctx, Config config,
+                                            std::vector<ResourceSpec> resources) {
+  auto g = std::make_unique<Generation>();
+  g->config = std::make_unique<const Config>(std::move(config));
+  g->resources = std::move(resources);
+  g->monitor = std::make_unique<HealthMonitor>(*ctx.nvml, *ctx.inventory, g->config->health, *ctx.health,
+                                               ctx.metrics, log::MakeLogger("device_plugin.health"));
+  g->monitor->Start();
+  if (ctx.node_api != nullptr) {
+    g->publisher = std::make_unique<Publisher>(
+        PublisherOptions{.node_name = ctx.options->node_name,
+                         .interval = std::chrono::milliseconds(
+                             static_cast<int64_t>(g->config->publish_interval_seconds * 1000))},
+        *ctx.node_api, ctx.pod_resources, ctx.topology, ctx.mig_capable, g->resources, *ctx.health, ctx.metrics,
+        log::MakeLogger("device_plugin.publish"));
+  }
+  ServerDeps deps{.config = g->config.get(), .health = ctx.health, .bandwidth = ctx.bandwidth,
+                  .pods = g->publisher.get(), .metrics = ctx.metrics,
+                  .logger = log::MakeLogger("device_plugin.kubelet")};
+  g->manager = std::make_unique<PluginManager>(
+      ManagerOptions{.plugin_dir = ctx.options->kubelet_dir,
+                     .poll_interval = std::chrono::milliseconds(ctx.options->kubelet_poll_ms)},
+      g->resources, deps);
+  g->manager->Start();
+  if (g->publisher) g->publisher->Start();
+  return g;
+}
+
+// The running generation, swapped on reload; /readyz reads it from the HTTP thread.
+class CurrentGeneration {
+ public:
+  // Why the running generation is not ready, or "".
+  std::string NotReadyReason() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!gen_) return "reloading configuration";
+    if (!gen_->manager->AllRegistered()) return "not registered with kubelet";
+    return gen_->publisher ? gen_->publisher->DegradedReason() : "";
+  }
+  const Config* config() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return gen_ ? gen_->config.get() : nullptr;
+  }
+  std::unique_ptr<Generation> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(gen_);
+  }
+  void Set(std::unique_ptr<Generation> g) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gen_ = std::move(g);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unique_ptr<Generation> gen_;
+};
+
+// SIGHUP: re-read --config (flags still override it). An invalid file, or one whose
+// resources cannot be built, is rejected and the running generation keeps serving;
+// an unchanged one is a no-op; otherwise the servers restart and re-register.
+void Reload(const Options& o, const NodeContext& ctx, CurrentGeneration& current, spdlog::logger* logger) {
+  auto outcome = [&](const char* result) { ctx.metrics->Inc(ctx.metrics->config_reloads, {result}); };
+  auto config = EffectiveConfig(o);
+  if (!config.ok()) {
+    PHX_LOG_ERROR(logger, "Config reload rejected; keeping the running configuration", kv("err", config.status()));
+    return outcome("rejected");
+  }
+  const Config* running = current.config();
+  if (running != nullptr && *running == *config) {
+    PHX_LOG_INFO(logger, "Config reload: configuration unchanged");
+    return outcome("unchanged");
+  }
+  auto resources = BuildResources(*ctx.inventory, *config);
+  if (!resources.ok()) {
+    PHX_LOG_ERROR(logger, "Config reload rejected: cannot advertise this node's GPUs with it; keeping the running "
+                  "configuration", kv("err", resources.status()));
+    return outcome("rejected");
+  }
+  PHX_LOG_INFO(logger, "Config reload: restarting kubelet servers with the new configuration",
+               kv("mig_strategy", MigStrategyName(config->mig_strategy)), kv("resources", resources->size()));
+  if (auto old = current.Take()) old->Stop();
+  current.Set(StartGeneration(ctx, std::move(config).value(), std::move(resources).value()));
+  outcome("applied");
+}
+
 }  // namespace
 
 int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
@@ -75,7 +193,7 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     Fatal(fmt::format("invalid configuration: {}", config_or.status().message()));
     return kExitBadConfig;
   }
-  const Config config = std::move(config_or).value();
+  Config config = std::move(config_or).value();
   if (Status s = log::InitLogging(o.log); !s.ok()) {
     Fatal(s.message());
     return kExitBadConfig;
@@ -103,16 +221,14 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
   std::unique_ptr<PluginMetrics> pm = std::move(metrics_or).value();
 
   Readiness readiness;
-  std::unique_ptr<PluginManager> manager;
-  std::unique_ptr<Publisher> publisher;
+  CurrentGeneration current;
   std::string publish_disabled;  // why publishing cannot run at all (degraded), or ""
   http::HttpServer http(http::ServerOptions{.address = listen->host, .port = listen->port, .io_threads = 1});
   http::AddStandardEndpoints(http, http::StandardEndpoints{
       .ready = [&](std::string* reason) {
         std::string r = readiness.Get();
-        if (r.empty() && manager && !manager->AllRegistered()) r = "not registered with kubelet";
+        if (r.empty()) r = current.NotReadyReason();
         if (r.empty()) r = publish_disabled;
-        if (r.empty() && publisher) r = publisher->DegradedReason();
         if (!r.empty() && reason) *reason = r;
         return r.empty();
       },
@@ -154,17 +270,19 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     http.Shutdown();
     return kExitBadConfig;
   }
+  NodeContext ctx{.options = &o, .nvml = nvml.get(), .inventory = &inventory, .metrics = pm.get()};
   auto topo = TopologyFromInventory(inventory);
   auto bandwidth = std::make_shared<placement::BandwidthMatrix>(static_cast<int>(inventory.gpus.size()));
   if (topo.ok()) {
     *bandwidth = placement::BandwidthFromTopology(*topo);
+    ctx.topology = *topo;
   } else {
     PHX_LOG_WARN(logger, "Failed to build the GPU topology; preferring devices without it", kv("err", topo.status()));
   }
-
+  ctx.bandwidth = bandwidth;
+  for (const auto& g : inventory.gpus) ctx.mig_capable = ctx.mig_capable || g.mig_capable;
   HealthTable health;
-  HealthMonitor monitor(*nvml, inventory, config.health, health, pm.get(), log::MakeLogger("device_plugin.health"));
-  monitor.Start();
+  ctx.health = &health;
 
   // Publishing: without API access the node keeps serving kubelet; /readyz says why.
   std::unique_ptr<NodeApi> node_api;
@@ -177,37 +295,33 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     } else {
       node_api = std::move(api).value();
       pod_resources = std::make_unique<PodResourcesClient>(o.pod_resources_socket);
-      bool mig_capable = false;
-      for (const auto& g : inventory.gpus) mig_capable = mig_capable || g.mig_capable;
-      publisher = std::make_unique<Publisher>(
-          PublisherOptions{.node_name = o.node_name,
-                           .interval = std::chrono::milliseconds(static_cast<int64_t>(config.publish_interval_seconds * 1000))},
-          *node_api, pod_resources.get(), topo.ok() ? std::optional(*topo) : std::nullopt, mig_capable, *resources,
-          health, pm.get(), log::MakeLogger("device_plugin.publish"));
+      ctx.node_api = node_api.get();
+      ctx.pod_resources = pod_resources.get();
     }
     if (!publish_disabled.empty()) PHX_LOG_WARN(logger, "Not publishing node GPU state", kv("reason", publish_disabled));
   }
 
-  ServerDeps deps{.config = &config, .health = &health, .bandwidth = bandwidth,
-                  .pods = publisher.get(), .metrics = pm.get(),
-                  .logger = log::MakeLogger("device_plugin.kubelet")};
-  manager = std::make_unique<PluginManager>(
-      ManagerOptions{.plugin_dir = o.kubelet_dir, .poll_interval = std::chrono::milliseconds(o.kubelet_poll_ms)},
-      *resources, deps);
   for (const auto& r : *resources) {
     PHX_LOG_INFO(logger, "Advertising resource", kv("resource", r.name), kv("devices", r.devices.size()));
   }
-  manager->Start();
-  if (publisher) publisher->Start();
+  current.Set(StartGeneration(ctx, std::move(config), std::move(resources).value()));
   readiness.Set("");
 
-  shutdown.OnShutdown([&] {
-    PHX_LOG_INFO(logger, "Shutting down: stopping kubelet servers and removing sockets");
-    manager->Stop();
-    if (publisher) publisher->Stop();
-    monitor.Stop();
-    http.Shutdown(std::chrono::seconds(2));
-  });
+  // The main thread serves SIGHUP until shutdown starts, then stops everything itself (so
+  // a reload in progress and the shutdown never overlap).
+  while (!shutdown.shutdown_started()) {
+    if (!WaitForHangup(std::chrono::milliseconds(100))) continue;
+    if (shutdown.shutdown_started()) break;
+    if (o.config_file.empty()) {
+      PHX_LOG_WARN(logger, "SIGHUP ignored: no --config file to reload");
+      continue;
+    }
+    PHX_LOG_INFO(logger, "SIGHUP: reloading the config file", kv("file", o.config_file));
+    Reload(o, ctx, current, logger.get());
+  }
+  PHX_LOG_INFO(logger, "Shutting down: stopping kubelet servers and removing sockets");
+  if (auto g = current.Take()) g->Stop();
+  http.Shutdown(std::chrono::seconds(2));
   shutdown.Wait();
   PHX_LOG_INFO(logger, "Stopped");
   return kExitOk;

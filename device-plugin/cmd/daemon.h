@@ -1,5 +1,7 @@
 // The phalanx-device-plugin daemon: wires config, NVML, health, kubelet servers,
 // publishing and the HTTP endpoints, and runs until `shutdown` fires.
+// SIGHUP reloads --config (see Reload in daemon.cc); the caller must have blocked SIGHUP
+// (BlockHangupSignal) before starting any thread.
 // Exit codes: 0 after a graceful shutdown, 1 runtime failure (NVML, lock, ports),
 // 2 invalid configuration.
 #pragma once

@@ -5,10 +5,12 @@
 
 #include "core/base/shutdown_signal.h"
 #include "device-plugin/cmd/daemon.h"
+#include "device-plugin/cmd/hangup_signal.h"
 #include "device-plugin/cmd/options.h"
 
 int main(int argc, char** argv) {
-  // Before any thread exists, so SIGTERM reaches only the shutdown waiter.
+  // Before any thread exists, so SIGHUP (reload) and SIGTERM reach only their waiters.
+  phalanx::device_plugin::BlockHangupSignal();
   phalanx::ShutdownSignal shutdown;
   CLI::App app{"phalanx-device-plugin: advertises GPUs and MIG devices to kubelet, keeps their "
                "health, chooses NVLink-connected sets and publishes node GPU topology"};

@@ -33,6 +33,10 @@ Result<std::unique_ptr<PluginMetrics>> PluginMetrics::Register(metrics::Registry
                        r.AddCounter("phalanx_device_plugin_annotation_mismatches_total",
                                     "Allocations that differ from the pod's phalanx.io/devices.",
                                     {"resource"}));
+  PHX_ASSIGN_OR_RETURN(m->config_reloads,
+                       r.AddCounter("phalanx_device_plugin_config_reloads_total",
+                                    "SIGHUP config reloads, by result (applied, unchanged, rejected).",
+                                    {"result"}));
   return m;
 }
 
