@@ -2,7 +2,8 @@
 // slices and the best GPU set for each request size (the device plugin's choice).
 // Source: a `phalanx.io/gpu-topology` annotation document (--file, "-" = stdin), e.g.
 //   kubectl get node gpu-1 -o jsonpath='{.metadata.annotations.phalanx\.io/gpu-topology}' | phalanx topology --file -
-// (Reading this machine through NVML arrives with the device plugin: --nvml-library.)
+// or this machine through NVML (--nvml-library PATH, the device plugin's binding and
+// mapping, so it shows exactly what the plugin would publish).
 #include <bit>
 #include <fstream>
 #include <iostream>
@@ -16,12 +17,14 @@
 #include "core/placement/topology_bandwidth.h"
 #include "core/topology/render_matrix.h"
 #include "core/topology/topology_codec.h"
+#include "device-plugin/plugin/node_topology_reader.h"
 
 namespace phalanx::cli {
 namespace {
 
 struct TopologyFlags {
   std::string file;
+  std::string nvml_library;
   bool json = false;
 };
 
@@ -57,15 +60,26 @@ std::string RenderBestSets(const topology::NodeTopology& node) {
   return out;
 }
 
-int RunTopology(const TopologyFlags& flags) {
-  auto text = ReadInput(flags.file);
-  if (!text.ok()) {
-    std::cerr << "phalanx topology: " << text.status().message() << "\n";
-    return 1;
+Result<topology::NodeTopology> LoadTopology(const TopologyFlags& flags) {
+  if (!flags.nvml_library.empty()) {
+    auto node = device_plugin::ReadNodeTopology(flags.nvml_library);
+    if (!node.ok()) return node.status().WithContext(fmt::format("--nvml-library {}", flags.nvml_library));
+    return node;
   }
-  auto node = topology::DecodeTopology(*text);
+  PHX_ASSIGN_OR_RETURN(std::string text, ReadInput(flags.file));
+  auto node = topology::DecodeTopology(text);
+  if (!node.ok()) return node.status().WithContext(flags.file);
+  return node;
+}
+
+int RunTopology(const TopologyFlags& flags) {
+  if (flags.file.empty() && flags.nvml_library.empty()) {
+    std::cerr << "phalanx topology: one of --file or --nvml-library is required\n";
+    return 2;
+  }
+  auto node = LoadTopology(flags);
   if (!node.ok()) {
-    std::cerr << "phalanx topology: " << flags.file << ": " << node.status().message() << "\n";
+    std::cerr << "phalanx topology: " << node.status().message() << "\n";
     return 1;
   }
   if (flags.json) {
@@ -85,9 +99,11 @@ void RegisterTopologyCommand(CommandRegistry& registry) {
       .description = "Show a node's GPU topology (links, NUMA, MIG) and the best GPU sets",
       .configure =
           [flags](CLI::App& app) {
-            app.add_option("--file", flags->file,
-                           "A phalanx.io/gpu-topology annotation document ('-' reads stdin)")
-                ->required();
+            auto* file = app.add_option("--file", flags->file,
+                                        "A phalanx.io/gpu-topology annotation document ('-' reads stdin)");
+            auto* nvml = app.add_option("--nvml-library", flags->nvml_library,
+                                        "Read this machine through NVML (e.g. libnvidia-ml.so.1)");
+            file->excludes(nvml);
             app.add_flag("--json", flags->json, "Print the validated document as JSON instead of tables");
           },
       .run = [flags] { return RunTopology(*flags); },
