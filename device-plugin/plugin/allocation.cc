@@ -148,6 +148,12 @@ Result<PreferredChoice> ChoosePreferred(const ResourceSpec& resource,
   }
   if (auto a = FromAnnotations(resource, available, must, request.size, pending_pods)) return *a;
   PreferredChoice c;
+  if (static_cast<int>(available.size()) == request.size) {
+    // Nothing to choose (must-include is part of `available`); skips the set search,
+    // which is the costliest case for ChooseDeviceSet (16 of 16: ~4 ms).
+    c.device_ids.assign(available.begin(), available.end());
+    return c;
+  }
   if (resource.replicas > 1) {
     c.device_ids = SpreadReplicas(resource, available, must, request.size);
   } else if (resource.mig) {

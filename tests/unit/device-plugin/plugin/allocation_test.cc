@@ -49,6 +49,39 @@ TEST_F(PreferredTest, MustIncludeGetsItsPartner) {
   EXPECT_EQ(Positions(gpus_, c->device_ids), (std::set<int>{4, 5}));
 }
 
+TEST_F(PreferredTest, ExactlyTheAvailableDevicesWhenThereIsNoChoice) {
+  auto ids = AllIds(gpus_);
+  std::vector<std::string> avail = {ids[6], ids[1], ids[3]};
+  auto c = ChoosePreferred(gpus_, bw_, {.available = avail, .must_include = {ids[3]}, .size = 3}, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(Positions(gpus_, c->device_ids), (std::set<int>{1, 3, 6}));
+  EXPECT_EQ(c->device_ids.size(), 3u);
+}
+
+// Two 8-GPU NVSwitch islands joined by PCIe, island A already half used: 4 GPUs come from
+// A's 4 free ones (all NVSwitch either way), so island B stays whole for an 8-GPU job.
+TEST(PreferredNvSwitchTest, TakesTheFragmentAndKeepsTheWholeIslandFree) {
+  ResourceSpec spec{.name = "nvidia.com/gpu"};
+  placement::BandwidthMatrix bw(16);
+  std::vector<std::string> avail;
+  for (int i = 0; i < 16; ++i) {
+    AdvertisedDevice d;
+    d.id = "GPU-" + std::to_string(100 + i);
+    d.physical = GpuUuid(d.id);
+    d.parent_gpu = d.physical;
+    d.gpu_position = i;
+    spec.devices.push_back(d);
+    if (i >= 4) avail.push_back(d.id);  // GPUs 0-3 of island A are in use
+    for (int j = 0; j < i; ++j) bw.Set(i, j, (i / 8 == j / 8) ? 450.0 : 32.0);
+  }
+  auto c = ChoosePreferred(spec, bw, {.available = avail, .must_include = {}, .size = 4}, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(Positions(spec, c->device_ids), (std::set<int>{4, 5, 6, 7}));
+  c = ChoosePreferred(spec, bw, {.available = avail, .must_include = {}, .size = 2}, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (int p : Positions(spec, c->device_ids)) EXPECT_LT(p, 8) << "split island B";
+}
+
 TEST_F(PreferredTest, AnnotatedChoiceOfOldestMatchingPodWins) {
   auto ids = AllIds(gpus_);
   std::vector<AnnotatedPod> pods = {
