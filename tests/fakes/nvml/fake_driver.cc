@@ -299,6 +299,8 @@ nvmlReturn_t FakeDriver::EventSetWait(nvmlEventSet_t set, nvmlEventData_t* data,
     if (!line) continue;  // re-checks the deadline
     std::lock_guard<std::mutex> lock(mu_);
     if (refcount_ == 0) return NVML_ERROR_UNINITIALIZED;
+    // {"type": "wait-error"}: this wait fails as a driver hiccup would.
+    if (line->find("\"wait-error\"") != std::string::npos) return NVML_ERROR_UNKNOWN;
     auto event = ParseEvent(*line);
     if (!event) continue;
     auto registered = set->registered.find(event->gpu);

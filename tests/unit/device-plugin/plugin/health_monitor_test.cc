@@ -75,6 +75,19 @@ TEST_F(HealthMonitorTest, XidOnMigDeviceMarksOnlyThatDevice) {
   EXPECT_EQ(table_.Unhealthy().size(), 1u);
 }
 
+// Failing waits (a driver hiccup) are retried; they never mark GPUs unhealthy, and events
+// after them still arrive.
+TEST_F(HealthMonitorTest, TransientWaitErrorsMarkNothingUnhealthy) {
+  Open("dgx-h100.json");
+  StartMonitor(HealthConfig{});
+  for (int i = 0; i < 5; ++i) Inject(R"({"type": "wait-error"})");
+  ASSERT_TRUE(WaitUntil([&] { return monitor_->wait_errors() >= 5; })) << monitor_->wait_errors();
+  EXPECT_TRUE(table_.Unhealthy().empty());
+  Inject(R"({"gpu": 6, "type": "xid", "xid": 79})");
+  ASSERT_TRUE(WaitUntil([&] { return !table_.Get(inventory_.gpus[6].uuid.str()).healthy; }));
+  EXPECT_EQ(table_.Unhealthy().size(), 1u);
+}
+
 TEST_F(HealthMonitorTest, GpuLostMidRunTurnsUnhealthyAndRecoversWhenBack) {
   Open("pcie-4gpu.json");
   HealthConfig config;
