@@ -58,6 +58,18 @@ void Extender::OnNodeDeleted(const NodeName& node) {
 
 void Extender::OnPod(const PodInfo& pod) {
   std::unique_lock lock(mu_);
+  // spec.nodeName is never unset. An informer event written before our own Binding landed
+  // (the gate lift, the devices patch) must not drop the GPUs charged for that bind.
+  if (pod.node_name.empty() && !pod.deleting && !pod.Terminal()) {
+    const PodRecord* rec = ledger_.FindPod(pod.uid);
+    if (rec && rec->holding != Holding::kNone && !rec->info.node_name.empty()) {
+      PodInfo merged = pod;
+      merged.node_name = rec->info.node_name;
+      if (!merged.devices) merged.devices = rec->info.devices;
+      ledger_.UpsertPod(merged, clock_.Now());
+      return;
+    }
+  }
   ledger_.UpsertPod(pod, clock_.Now());
 }
 
@@ -71,8 +83,14 @@ void Extender::OnTrainingJob(const TrainingJobInfo& job) {
   ledger_.UpsertTrainingJob(job);
 }
 
+void Extender::OnTrainingJobDeleted(const std::string& ns_name) {
+  std::unique_lock lock(mu_);
+  ledger_.RemoveTrainingJob(ns_name);
+}
+
 void Extender::RecoverCommitted() {
-  if (!leadership_.IsLeader()) return;
+  // The caller decides when: at start in embedded mode, when this replica becomes the
+  // active one in API-server mode (before it admits anything).
   std::unique_lock lock(mu_);
   // device UUID -> node, built once for the recovery pass.
   std::unordered_map<std::string, NodeName> node_of;
