@@ -42,8 +42,9 @@ Status KubeClusterWriter::Done(const char* verb, const std::string& target, Stat
 }
 
 Status KubeClusterWriter::PatchPodDevices(const PodRef& pod, const std::string& devices_json) {
-  const Json patch = {{"metadata", {{"annotations", {{std::string(kDevicesAnnotation), devices_json}}}}}};
-  return Done("devices", pod.Key(), client_.Patch(kPods, pod.ns, pod.name, kube::PatchType::kMerge, patch).status());
+  const Json value = devices_json.empty() ? Json(nullptr) : Json(devices_json);  // null removes it
+  const Json patch = {{"metadata", {{"annotations", {{std::string(kDevicesAnnotation), value}}}}}};
+  return Done(devices_json.empty() ? "devices-undo" : "devices", pod.Key(), client_.Patch(kPods, pod.ns, pod.name, kube::PatchType::kMerge, patch).status());
 }
 
 Status KubeClusterWriter::BindPod(const PodRef& pod, const std::string& node) {

@@ -163,5 +163,64 @@ TEST_F(GangFixture, ANewActiveExtenderBindsACommittedButUnboundMember) {
   EXPECT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 14; })) << ext->State().dump();
 }
 
+// Binds all 8 members concurrently (after filtering each); returns each bind's error.
+std::vector<std::string> BindAll(GangFixture& f, const std::string& gang) {
+  std::vector<std::future<HttpReply>> binds;
+  for (int i = 0; i < 8; ++i) {
+    const Json pod = f.cluster.Get("ml", gang + "-" + std::to_string(i));
+    const std::string node = f.FilterOne(pod);
+    binds.push_back(std::async(std::launch::async, [&f, pod, node] { return f.ext->Post("bind", BindBody(pod, node)); }));
+  }
+  std::vector<std::string> errors;
+  for (auto& b : binds) errors.push_back(BindError(b.get()));
+  return errors;
+}
+
+TEST_F(GangFixture, AFailedDevicesPatchBindsNobodyAndTheGangIsPlannedAgain) {
+  StartExtender();
+  CreateGang("f");
+  ASSERT_TRUE(WaitUntil([&] { return AllUngated("f", 8); })) << ext->Log();
+  cluster.server->FailNext({.verb = "patch", .path_contains = "/pods/f-3", .code = 500, .count = 1});
+  for (const std::string& err : BindAll(*this, "f")) {
+    EXPECT_NE(err.find("commit point was not reached"), std::string::npos) << err;
+  }
+  for (int i = 0; i < 8; ++i) {
+    const Json p = cluster.Get("ml", "f-" + std::to_string(i));
+    EXPECT_FALSE(IsBound(p)) << i;
+    EXPECT_FALSE(HasDevices(p)) << i << ": a partial commit point was left behind";
+  }
+  EXPECT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 16; })) << ext->State().dump();
+  // The scheduler retries: a fresh plan, and this time every member is bound.
+  for (const std::string& err : BindAll(*this, "f")) EXPECT_EQ(err, "");
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(IsBound(cluster.Get("ml", "f-" + std::to_string(i)))) << i;
+}
+
+TEST_F(GangFixture, AFailedBindingAfterTheCommitPointIsCompletedOnTheSchedulersRetry) {
+  StartExtender();
+  CreateGang("b");
+  ASSERT_TRUE(WaitUntil([&] { return AllUngated("b", 8); })) << ext->Log();
+  cluster.server->FailNext({.verb = "create", .path_contains = "/pods/b-2/binding", .code = 500, .count = 1});
+  auto errors = BindAll(*this, "b");
+  for (int i = 0; i < 8; ++i) {
+    if (i == 2) {
+      EXPECT_NE(errors[2], "");
+    } else {
+      EXPECT_EQ(errors[static_cast<size_t>(i)], "") << i;
+    }
+  }
+  Json b2 = cluster.Get("ml", "b-2");
+  EXPECT_FALSE(IsBound(b2));
+  EXPECT_TRUE(HasDevices(b2));  // committed
+  EXPECT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 0; })) << ext->State().dump();
+  // Retry: filter pins it to the node its devices are on, bind completes it.
+  const std::string node = FilterOne(b2);
+  EXPECT_EQ(BindError(ext->Post("bind", BindBody(b2, node))), "");
+  b2 = cluster.Get("ml", "b-2");
+  EXPECT_EQ(b2["spec"].value("nodeName", ""), node);
+  const std::string devices = b2["metadata"]["annotations"]["phalanx.io/devices"].get<std::string>();
+  EXPECT_NE(devices.find("GPU-" + node + "-"), std::string::npos) << devices;
+  EXPECT_EQ(ext->State()["cluster"]["freeGpus"], 0);
+}
+
 }  // namespace
 }  // namespace phalanx::extender::itest
