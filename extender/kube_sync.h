@@ -38,6 +38,9 @@ struct ClusterSyncOptions {
   std::chrono::milliseconds resync_period{0};
   // Reflector tuning: how long a watch may stay open before it is re-opened.
   std::chrono::seconds min_watch_timeout{300};
+  // False: no PriorityClass informer (pods without spec.priority keep 0). The daemon turns it
+  // off when RBAC forbids listing PriorityClasses rather than never becoming ready.
+  bool watch_priority_classes = true;
 };
 
 class ClusterSync {
@@ -58,7 +61,9 @@ class ClusterSync {
 
  private:
   PodInfo WithPriority(const PodInfo& pod) const;
+  bool ClassesSynced() const;
 
+  const bool watch_classes_;
   Extender& extender_;
   std::shared_ptr<spdlog::logger> logger_;
   kube::Informer<PriorityClassInfo> classes_;
