@@ -29,6 +29,15 @@ Result<PodInfo> DecodeInformerPod(const kube::Json& pod) {
   return stub;
 }
 
+Result<PodInfo> DecodeInformerPodRaw(std::string_view pod_json) {
+  const bool maybe_relevant = pod_json.find("nvidia.com/") != std::string_view::npos ||
+                              pod_json.find(kGangLabel) != std::string_view::npos ||
+                              pod_json.find(kGangAliasLabel) != std::string_view::npos;
+  if (!maybe_relevant) return PodInfo{};
+  PHX_ASSIGN_OR_RETURN(kube::Json doc, json::Parse(pod_json));
+  return DecodeInformerPod(doc);
+}
+
 Result<PriorityClassInfo> DecodePriorityClass(const kube::Json& object) {
   PriorityClassInfo out;
   if (!object.is_object()) return InvalidArgumentError("PriorityClass: expected object");
@@ -52,7 +61,7 @@ ClusterSync::ClusterSync(kube::KubeClient& client, Extender& extender, std::shar
              [](const kube::Json& j) { return ParseNode(j); }),
       jobs_(client, Options(kube::resources::kTrainingJobs, options),
             [](const kube::Json& j) { return ParseTrainingJob(j); }),
-      pods_(client, Options(kube::resources::kPods, options), DecodeInformerPod) {
+      pods_(client, Options(kube::resources::kPods, options), kube::Informer<PodInfo>::RawDecode{DecodeInformerPodRaw}) {
   auto upsert_node = [this](const NodeInfo& n) {
     if (Status st = extender_.OnNode(n); !st.ok()) {
       PHX_LOG_WARN(logger_, "Node not usable by the ledger", kv("node", n.name.str()), kv("err", st.message()));

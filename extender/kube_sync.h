@@ -32,6 +32,10 @@ struct PriorityClassInfo {
 // Decoders (pure; exposed for tests). A pod that requests no GPU and has no gang label
 // decodes to a stub with only uid/ns/name.
 Result<PodInfo> DecodeInformerPod(const kube::Json& pod);
+// The informer's decoder, from the object's raw text: most pods of a cluster request no GPU,
+// and a pod whose text mentions neither an nvidia.com/ resource nor a gang label becomes an
+// empty stub without being parsed (a stub never reaches the ledger, so it needs no field).
+Result<PodInfo> DecodeInformerPodRaw(std::string_view pod_json);
 Result<PriorityClassInfo> DecodePriorityClass(const kube::Json& object);
 
 struct ClusterSyncOptions {

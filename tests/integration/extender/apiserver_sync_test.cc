@@ -40,6 +40,15 @@ TEST_F(SyncFixture, NodeAndPodAddsUpdatesAndDeletesReachTheLedger) {
                   .ok());
   ASSERT_TRUE(WaitUntil([&] { return PodState("ml/a")["gpus"] == Json::array({5, 6, 7}); })) << ext->State().dump();
   EXPECT_EQ(PodState("ml/a")["holding"], "committed");
+  // Pods without GPUs never reach the ledger (neither a zero request nor no resources at all).
+  cluster.Seed(Pod({.name = "zero", .gpus = 0, .node = "dgx-1"}));
+  Json cpu = Pod({.name = "cpu", .node = "dgx-1"});
+  cpu["spec"]["containers"][0].erase("resources");
+  cluster.Seed(cpu);
+  cluster.Seed(Pod({.name = "b", .gpus = 1, .priority = 1000, .node = "dgx-1"}));  // after them in the watch
+  ASSERT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 4; })) << ext->State().dump();
+  EXPECT_EQ(ext->State()["cluster"]["pods"], 2);
+  ASSERT_TRUE(cluster.server->Delete("pods", "ml", "b", {.grace_period_seconds = 0}).ok());
   ASSERT_TRUE(cluster.server->Delete("pods", "ml", "a", {.grace_period_seconds = 0}).ok());
   ASSERT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 8; })) << ext->State().dump();
   ASSERT_TRUE(cluster.server->Delete("nodes", "", "dgx-1").ok());
