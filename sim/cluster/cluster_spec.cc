@@ -1,5 +1,6 @@
 #include "sim/cluster/cluster_spec.h"
 
+#include <bit>
 #include <fstream>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 #include "core/placement/topology_bandwidth.h"
 #include "core/topology/mig_layout.h"
 #include "core/topology/reference_machines.h"
+#include "sim/cluster/snapshot_cluster.h"
 
 namespace phalanx::sim {
 namespace {
@@ -159,17 +161,26 @@ int NodeGroup::MigGpus() const {
 
 int ClusterSpec::MigGpus() const {
   int n = 0;
+  if (snapshot) {
+    for (placement::NodeIndex i : snapshot->state.Nodes()) n += std::popcount(snapshot->state.node(i).spec.mig);
+    return n;
+  }
   for (const auto& g : groups) n += g.count * g.MigGpus();
   return n;
 }
 
 int ClusterSpec::TotalGpus() const {
   int n = 0;
+  if (snapshot) {
+    for (placement::NodeIndex i : snapshot->state.Nodes()) n += snapshot->state.node(i).spec.gpu_count;
+    return n;
+  }
   for (const auto& g : groups) n += g.count * g.gpus_per_node;
   return n;
 }
 
 int ClusterSpec::TotalNodes() const {
+  if (snapshot) return snapshot->state.NodeCount();
   int n = 0;
   for (const auto& g : groups) n += g.count;
   return n;
@@ -214,10 +225,19 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path) {
   if (!in) return NotFoundError(fmt::format("cannot open cluster description {}", path));
   std::stringstream buf;
   buf << in.rdbuf();
-  return ParseClusterSpec(buf.str(), path);
+  const std::string text = buf.str();
+  if (LooksLikeSnapshot(text)) {
+    PHX_ASSIGN_OR_RETURN(SimCluster cluster, BuildSimClusterFromSnapshot(text, path));
+    ClusterSpec spec;
+    spec.name = fmt::format("snapshot {}", path);
+    spec.snapshot = std::make_shared<const SimCluster>(std::move(cluster));
+    return spec;
+  }
+  return ParseClusterSpec(text, path);
 }
 
 Result<SimCluster> BuildSimCluster(const ClusterSpec& spec) {
+  if (spec.snapshot) return SimCluster(*spec.snapshot);
   SimCluster out{placement::ClusterState(SimLevels()), {}, 0};
   placement::ClusterState& state = out.state;
   for (const NodeGroup& g : spec.groups) {

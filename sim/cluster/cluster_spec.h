@@ -40,9 +40,14 @@ struct NodeGroup {
   int MigGpus() const;
 };
 
+struct SimCluster;
+
 struct ClusterSpec {
   std::string name;
   std::vector<NodeGroup> groups;
+  // Set when --cluster was a snapshot (sim/cluster/snapshot_cluster.h): the replay starts
+  // from this ledger (copied per policy) and `groups` is empty.
+  std::shared_ptr<const SimCluster> snapshot;
   int TotalGpus() const;  // every GPU, whole or in MIG mode
   int MigGpus() const;    // GPUs in MIG mode
   int TotalNodes() const;
@@ -59,6 +64,8 @@ inline constexpr int kLevelZone = 4;
 // Parses the YAML text; `source` names the file in messages. InvalidArgument naming the
 // line and field for anything malformed or unknown.
 Result<ClusterSpec> ParseClusterSpec(const std::string& yaml_text, const std::string& source);
+// A YAML cluster description, or a `kubectl get nodes,pods -A -o json` snapshot
+// (detected by content: LooksLikeSnapshot).
 Result<ClusterSpec> LoadClusterSpec(const std::string& path);
 
 // What a replay starts from: whole-GPU accounting, MIG devices, and (for a snapshot) the
