@@ -373,6 +373,12 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
       std::lock_guard slock(summaries_mu_);
       if (auto it = seen_pods_.find(PodUid(args.pod_uid)); it != seen_pods_.end()) seen = it->second;
     }
+    // A bind to a node the ledger does not know fails before the pod is recorded, so bad
+    // input leaves the ledger unchanged.
+    if (seen && seen->gpus > 0 && !ledger_.state().FindNode(NodeName(args.node))) {
+      done(fmt::format("node {} is not in the extender's ledger", args.node));
+      return;
+    }
     if (seen) {
       ledger_.UpsertPod(*seen, now);
       rec = ledger_.FindPod(seen->uid);
