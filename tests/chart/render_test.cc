@@ -126,6 +126,7 @@ const std::map<std::string, std::pair<std::string, bool>>& KnownKinds() {
       {"RoleBinding", {"rbac.authorization.k8s.io/v1", true}},
       {"PriorityClass", {"scheduling.k8s.io/v1", false}},
       {"ServiceMonitor", {"monitoring.coreos.com/v1", true}},
+      {"PrometheusRule", {"monitoring.coreos.com/v1", true}},
       {"CustomResourceDefinition", {"apiextensions.k8s.io/v1", false}},
   };
   return kinds;
@@ -461,7 +462,10 @@ TEST(OperatorTest, FlagsFollowValues) {
   EXPECT_TRUE(flags.count("leader-elect"));
   EXPECT_EQ(flags["metrics-addr"], ":8080");
   EXPECT_EQ(flags["progress-addr"], ":8443");
-  EXPECT_EQ(flags["progress-url"], "http://phalanx-operator.phalanx-system.svc:8443");
+  EXPECT_EQ(flags["progress-url"], "http://phalanx-operator.phalanx-system.svc:8443/progress");
+  // Pods POST to the URL as given: its path must be the one the operator serves.
+  EXPECT_NE(ReadFile(SourceDir() + "/operator/controller/progress_service.cc").find("\"POST\", \"/progress\""),
+            std::string::npos);
   EXPECT_EQ(flags["namespace"], "");
   EXPECT_EQ(flags["workers"], "4");
   EXPECT_EQ(flags["log-format"], "json");
@@ -470,7 +474,7 @@ TEST(OperatorTest, FlagsFollowValues) {
   flags = Flags(Container(nd.Get("Deployment", Full("operator")), "operator"));
   EXPECT_EQ(flags["namespace"], "ml");
   EXPECT_EQ(flags["workers"], "16");
-  EXPECT_EQ(flags["progress-url"], "https://progress.example.com");
+  EXPECT_EQ(flags["progress-url"], "https://progress.example.com/progress");
   EXPECT_EQ(flags["metrics-addr"], ":9090");
   const Rendering& off = Render({"--set", "operator.enabled=false", "--set", "devicePlugin.enabled=false"});
   ASSERT_RENDERED(off);
@@ -578,6 +582,7 @@ TEST(MonitoringTest, ServiceMonitorAndDashboardAreOffByDefaultAndCompleteWhenOn)
   const Rendering& d = Render();
   ASSERT_RENDERED(d);
   EXPECT_TRUE(d.OfKind("ServiceMonitor").empty()) << "needs the Prometheus Operator CRD: opt-in";
+  EXPECT_TRUE(d.OfKind("PrometheusRule").empty()) << "needs the Prometheus Operator CRD: opt-in";
   EXPECT_FALSE(d.Get("ConfigMap", Full("grafana-dashboard")).IsDefined());
 
   const Rendering& nd = RenderNonDefault();
@@ -595,6 +600,23 @@ TEST(MonitoringTest, ServiceMonitorAndDashboardAreOffByDefaultAndCompleteWhenOn)
     }
     EXPECT_TRUE(matches) << "selects no Service with the scraped port";
   }
+  // Alerts: one group per enabled component, every rule with an expr and a summary.
+  auto rules = nd.OfKind("PrometheusRule");
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(Str(rules[0], {"metadata", "labels", "release"}), "kube-prometheus-stack");
+  std::set<std::string> groups;
+  for (const auto& g : At(rules[0], {"spec", "groups"})) {
+    groups.insert(Str(g, {"name"}));
+    for (const auto& rule : At(g, {"rules"})) {
+      EXPECT_FALSE(Str(rule, {"alert"}).empty());
+      EXPECT_NE(Str(rule, {"expr"}).find("phalanx_"), std::string::npos) << Str(rule, {"alert"});
+      EXPECT_FALSE(Str(rule, {"annotations", "summary"}).empty()) << Str(rule, {"alert"});
+      if (Str(rule, {"alert"}) == "PhalanxStaleCheckpoints") {
+        EXPECT_NE(Str(rule, {"expr"}).find("> 7200"), std::string::npos) << "checkpointAgeSeconds not applied";
+      }
+    }
+  }
+  EXPECT_EQ(groups, (std::set<std::string>{"phalanx-scheduling", "phalanx-devices", "phalanx-trainingjobs"}));
   YAML::Node cm = nd.Get("ConfigMap", Full("grafana-dashboard"));
   ASSERT_TRUE(cm.IsDefined());
   EXPECT_EQ(Str(cm, {"metadata", "namespace"}), "monitoring");

@@ -71,7 +71,7 @@ TEST(DaemonSmokeTest, RunsJobsServesMetricsAndExitsOnSigterm) {
   const std::string dir = ::testing::TempDir();
   const std::string kubeconfig = dir + "/operator-smoke-kubeconfig";
   ASSERT_TRUE((*server)->WriteKubeconfig(kubeconfig).ok());
-  const std::string binary = PHALANX_OPERATOR_BINARY;
+  const std::string binary = std::string(PHALANX_TEST_BINARY_DIR) + "/operator/phalanx-operator";
   const uint16_t port = FreePort();
   const std::string metrics = "--metrics-addr=127.0.0.1:" + std::to_string(port);
   std::vector<std::string> args = {binary, "--kubeconfig", kubeconfig, metrics, "--progress-addr=127.0.0.1:0",
