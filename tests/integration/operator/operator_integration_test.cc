@@ -172,6 +172,18 @@ class OperatorIntegrationTest : public ::testing::Test {
     return server_->WaitFor(kTj, "ml", name, [&](const Json& j) { return j.contains("status") && pred(j["status"]); });
   }
 
+  bool EventuallyExposes(const std::string& line) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (registry_.Expose().find(line) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > end) {
+        ADD_FAILURE() << "metrics never showed " << line << ":\n" << registry_.Expose();
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling interval
+    }
+    return true;
+  }
+
   // The extender and the kubelet: lift the gate, bind, run.
   void RunPod(const std::string& name, const std::string& node) {
     ASSERT_TRUE(server_->Patch("pods", "ml", name, fa::PatchType::kMerge, R"({"spec":{"schedulingGates":null}})").ok());
@@ -232,6 +244,9 @@ TEST_F(OperatorIntegrationTest, PreemptedMemberRestartsWholeGangFromCheckpoint) 
   RunPod("llama-a1-0", "gpu-0");
   RunPod("llama-a1-1", "gpu-1");
   ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  // The dashboard's gang wait and GPU allocation series (metrics follow the status write).
+  EXPECT_TRUE(EventuallyExposes("phalanx_trainingjob_gang_wait_seconds_count 1"));
+  EXPECT_TRUE(EventuallyExposes("phalanx_trainingjob_gpus{phase=\"Running\"} 16"));
   // The scheduler preempts rank 1.
   Json cond = {{"status", {{"conditions", Json::array({Json{{"type", "DisruptionTarget"}, {"status", "True"},
                                                             {"reason", "PreemptionByScheduler"}}})}}}};
