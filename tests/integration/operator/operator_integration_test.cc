@@ -184,6 +184,20 @@ class OperatorIntegrationTest : public ::testing::Test {
     return true;
   }
 
+  // A new operator process takes over (nothing survives but the API objects).
+  void RestartController() {
+    controller_->Stop();
+    worker_.join();
+    controller_.reset();
+    ControllerOptions opts;
+    opts.workers = 2;
+    controller_ = std::make_unique<Controller>(*client_, opts, *metrics_,
+                                               std::make_shared<spdlog::logger>("op2", std::make_shared<spdlog::sinks::null_sink_mt>()),
+                                               RealClock::Instance());
+    ASSERT_TRUE(controller_->StartInformers(std::chrono::seconds(20)).ok());
+    worker_ = std::thread([this] { controller_->Run(); });
+  }
+
   // The extender and the kubelet: lift the gate, bind, run.
   void RunPod(const std::string& name, const std::string& node) {
     ASSERT_TRUE(server_->Patch("pods", "ml", name, fa::PatchType::kMerge, R"({"spec":{"schedulingGates":null}})").ok());
@@ -454,6 +468,39 @@ TEST_F(OperatorIntegrationTest, FailureBacksOffThenRestartsFromTheCheckpoint) {
   EXPECT_EQ((*job)["status"]["failures"], 1);
   EXPECT_EQ((*job)["status"]["disruptions"], 0);
   EXPECT_EQ((*job)["status"]["lastRestart"]["class"], "Failure");
+}
+
+// The backoff is in status.restart.notBefore: an operator restart during it neither forgets it
+// nor counts the failure again.
+TEST_F(OperatorIntegrationTest, BackoffSurvivesAnOperatorRestart) {
+  Json j = JobJson("crashy", 2);
+  j["spec"]["failurePolicy"] = {{"maxFailures", 3}, {"backoff", {{"initialSeconds", 3}, {"maxSeconds", 60}}}};
+  ASSERT_TRUE(server_->Create(kTj, j).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=crashy", 2).ok());
+  RunPod("crashy-a1-0", "gpu-0");
+  RunPod("crashy-a1-1", "gpu-1");
+  ASSERT_TRUE(WaitJob("crashy", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  KubeletTerminate("crashy-a1-0", "", /*finish_deletion=*/false);
+  auto decided = WaitJob("crashy", [](const Json& s) { return s.contains("restart") && s["restart"].contains("notBefore"); });
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  auto not_before = ParseRfc3339((*decided)["status"]["restart"].value("notBefore", ""));
+  ASSERT_TRUE(not_before.ok());
+  ASSERT_TRUE(server_->WaitFor("pods", "ml", "crashy-a1-1", [](const Json& p) {
+                return p["metadata"].contains("deletionTimestamp");
+              }).ok());
+  RestartController();
+  KubeletTerminate("crashy-a1-1", "");
+  (void)server_->Delete("pods", "ml", "crashy-a1-0", fa::DeleteOptions{.grace_period_seconds = 0});
+  auto pods = server_->WaitForCount("pods", "ml", "phalanx.io/attempt=2", 2, std::chrono::seconds(60));
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (const Json& pod : *pods) {
+    auto created = ParseRfc3339(pod["metadata"].value("creationTimestamp", ""));
+    ASSERT_TRUE(created.ok());
+    EXPECT_GE(*created, *not_before) << "the restarted operator ignored the persisted backoff";
+  }
+  auto job = server_->Get(kTj, "ml", "crashy");
+  EXPECT_EQ((*job)["status"]["failures"], 1) << "the failure was counted again after the restart";
+  EXPECT_EQ((*job)["status"]["attempt"], 2);
 }
 
 TEST_F(OperatorIntegrationTest, MaxFailuresExceededFailsTheJobWithAReason) {
