@@ -10,6 +10,7 @@
 
 #include "core/placement/node_score.h"
 #include "core/placement/preemption.h"
+#include "extender/mig_filter.h"
 
 namespace phalanx::extender {
 namespace {
@@ -168,6 +169,14 @@ FilterResult Extender::Filter(const FilterArgs& args) {
     r.passed.push_back(args.node_names[i]);
     if (args.full_nodes && i < args.raw_nodes.size()) r.passed_raw.push_back(args.raw_nodes[i]);
   };
+  if (RequestsMig(args.pod)) {  // nvidia.com/mig-<profile>: extender/mig_filter.h
+    RememberPod(args.pod);
+    std::shared_lock lock(mu_);
+    FilterResult m = FilterMig(ledger_, args);
+    lock.unlock();
+    if (m.passed.empty()) RecordFilterSummary(args.pod, m);
+    return m;
+  }
   if (args.pod.gpus <= 0) {  // not a managed resource: nothing for us to judge
     for (size_t i = 0; i < args.node_names.size(); ++i) pass(i);
     return r;
@@ -311,6 +320,7 @@ std::vector<HostScore> Extender::Prioritize(const FilterArgs& args) {
   out.reserve(args.node_names.size());
   std::shared_lock lock(mu_);
   const auto& state = ledger_.state();
+  if (RequestsMig(args.pod)) return PrioritizeMig(ledger_, args);
   if (args.pod.gpus <= 0) {
     for (std::string_view n : args.node_names) out.push_back({n, 0});
     return out;
@@ -363,6 +373,12 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
       std::lock_guard slock(summaries_mu_);
       if (auto it = seen_pods_.find(PodUid(args.pod_uid)); it != seen_pods_.end()) seen = it->second;
     }
+    // A bind to a node the ledger does not know fails before the pod is recorded, so bad
+    // input leaves the ledger unchanged.
+    if (seen && seen->gpus > 0 && !ledger_.state().FindNode(NodeName(args.node))) {
+      done(fmt::format("node {} is not in the extender's ledger", args.node));
+      return;
+    }
     if (seen) {
       ledger_.UpsertPod(*seen, now);
       rec = ledger_.FindPod(seen->uid);
@@ -404,9 +420,22 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
         }
       }
     }
+    std::vector<std::string> mig_ids;
+    if (RequestsMig(pod)) {
+      auto chosen = AssumeMigForBind(ledger_, pod, node);
+      if (!chosen.ok()) {
+        done(fmt::format("pod {} no longer fits on node {}: {}", pod.Key(), args.node, chosen.status().message()));
+        return;
+      }
+      mig_ids = std::move(*chosen);
+    }
     DeviceAssignment devices;
     auto ids = ledger_.DeviceIds(node, mask);
     if (!ids.empty()) devices[pod.gpu_container.empty() ? "main" : pod.gpu_container] = std::move(ids);
+    if (!mig_ids.empty()) {
+      auto& list = devices[pod.mig_container.empty() ? "main" : pod.mig_container];
+      list.insert(list.end(), mig_ids.begin(), mig_ids.end());
+    }
     lock.unlock();
     io_.Submit([this, ref, pod, node, devices, done = std::move(done)] {
       Status st = OkStatus();

@@ -120,6 +120,8 @@ struct Flags {
   std::string listen = "127.0.0.1:8888";
   std::string metrics_addr = ":8080";
   std::string kubeconfig, config_file, snapshot_file;
+  size_t max_request_bytes = extender::ServerAddresses{}.max_body_bytes;
+  int read_timeout_seconds = static_cast<int>(extender::ServerAddresses{}.read_timeout.count());
   double qps = 50;
   int burst = 100;
   bool leader_elect = true;
@@ -304,6 +306,12 @@ int main(int argc, char** argv) {
                  "watching an API server");
   app.add_option("--kube-api-qps", f.qps, "API client requests per second")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--kube-api-burst", f.burst, "API client burst")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-request-bytes", f.max_request_bytes,
+                 "Largest verb request body accepted; larger ones get 413 (full-Nodes requests over 5,000 nodes are ~15 MB)")
+      ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 32));
+  app.add_option("--read-timeout-seconds", f.read_timeout_seconds,
+                 "A request must arrive within this long; idle keep-alive connections close after it")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
   app.add_option("--leader-elect", f.leader_elect,
                  "Elect one active extender on a Lease (only it admits gangs, lifts gates and binds)")
       ->capture_default_str();
@@ -335,6 +343,8 @@ int main(int argc, char** argv) {
     config = std::move(*loaded);
   }
   extender::ServerAddresses addresses;
+  addresses.max_body_bytes = f.max_request_bytes;
+  addresses.read_timeout = std::chrono::seconds(f.read_timeout_seconds);
   if (Status st = extender::ParseHostPort(f.listen, &addresses.listen_host, &addresses.listen_port); !st.ok()) {
     return Fail("--listen " + std::string(st.message()));
   }
