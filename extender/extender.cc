@@ -70,7 +70,8 @@ void Extender::OnPod(const PodInfo& pod) {
   // (the gate lift, the devices patch) must not drop the GPUs charged for that bind.
   if (pod.node_name.empty() && !pod.deleting && !pod.Terminal()) {
     const PodRecord* rec = ledger_.FindPod(pod.uid);
-    if (rec && rec->holding != Holding::kNone && !rec->info.node_name.empty()) {
+    const bool charged = rec && (rec->holding != Holding::kNone || ledger_.mig().FindPod(pod.uid));
+    if (charged && !rec->info.node_name.empty()) {
       PodInfo merged = pod;
       merged.node_name = rec->info.node_name;
       if (!merged.devices) merged.devices = rec->info.devices;
