@@ -181,7 +181,7 @@ class ExtenderProcess {
   }
 
   bool Ready() { return Http(metrics_port_, "GET", "/readyz").status == 200; }
-  bool WaitReady() { return WaitUntil([&] { return Ready(); }); }
+  bool WaitReady(std::chrono::seconds deadline = kDeadline) { return WaitUntil([&] { return Ready(); }, deadline); }
   Json State() {
     auto r = Http(metrics_port_, "GET", "/debug/state");
     auto j = json::Parse(r.body);
