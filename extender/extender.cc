@@ -109,9 +109,30 @@ void Extender::RecoverCommitted() {
     if (!rec) continue;
     for (const std::string& uuid : rec->uuids) node_of.emplace(uuid, name);
   }
+  // A gang reached its commit point only when min-members of its live members carry
+  // devices; fewer means the previous extender died while writing them: nothing of that
+  // gang is bound, and the partial annotations are removed so the gang is planned afresh.
+  const MonotonicTime now = clock_.Now();
+  std::map<GangKey, int> with_devices;
+  for (const auto& [uid, rec] : ledger_.pods()) {
+    const PodInfo& p = rec.info;
+    if (p.IsGangMember() && p.devices && !p.devices->empty() && !p.Terminal() && !p.deleting) with_devices[p.Gang()]++;
+  }
+  auto committed = [&](const GangKey& key) {
+    const GangRecord* g = ledger_.FindGang(key);
+    if (!g) return false;
+    const int min = g->MinMembers(now).value_or(static_cast<int>(g->members.size()));
+    return with_devices[key] >= min;
+  };
   for (const auto& [uid, rec] : ledger_.pods()) {
     const PodInfo& p = rec.info;
     if (!p.IsGangMember() || !p.node_name.empty() || !p.devices || p.Terminal() || p.deleting) continue;
+    if (!committed(p.Gang())) {
+      io_.Submit([this, ref = RefOf(p)] {
+        if (!writer_.PatchPodDevices(ref, "").ok()) stats_.write_errors++;
+      });
+      continue;
+    }
     std::optional<NodeName> node;
     for (const auto& [container, ids] : *p.devices) {
       for (const std::string& id : ids) {
