@@ -420,9 +420,11 @@ TEST(DevicePluginTest, DaemonSetMountsKubeletDirectoriesWithoutPrivileges) {
     auto flags = Flags(c);
     std::map<std::string, std::string> mounts;  // mountPath -> volume
     for (const auto& m : At(c, {"volumeMounts"})) mounts[Str(m, {"mountPath"})] = Str(m, {"name"});
-    // --kubelet-dir is the host's device-plugin dir, mounted at the same path.
-    ASSERT_TRUE(mounts.count(flags["kubelet-dir"])) << flags["kubelet-dir"];
-    EXPECT_EQ(host_paths[mounts[flags["kubelet-dir"]]], flags["kubelet-dir"]);
+    // --kubelet-dir is kubelet's root; only <kubelet-dir>/device-plugins is mounted, at the same path.
+    const std::string plugin_dir = flags["kubelet-dir"] + "/device-plugins";
+    ASSERT_TRUE(mounts.count(plugin_dir)) << plugin_dir;
+    EXPECT_EQ(host_paths[mounts[plugin_dir]], plugin_dir);
+    EXPECT_FALSE(mounts.count(flags["kubelet-dir"])) << "kubelet's whole root must not be mounted";
     // --pod-resources-socket lives in a mounted host pod-resources dir.
     std::string sock = flags["pod-resources-socket"];
     std::string sock_dir = sock.substr(0, sock.rfind('/'));
@@ -445,7 +447,7 @@ TEST(DevicePluginTest, DaemonSetMountsKubeletDirectoriesWithoutPrivileges) {
   const Rendering& d = Render();
   ASSERT_RENDERED(d);
   auto flags = Flags(Container(d.Get("DaemonSet", Full("device-plugin")), "device-plugin"));
-  EXPECT_EQ(flags["kubelet-dir"], "/var/lib/kubelet/device-plugins");
+  EXPECT_EQ(flags["kubelet-dir"], "/var/lib/kubelet");
   EXPECT_EQ(flags["pod-resources-socket"], "/var/lib/kubelet/pod-resources/kubelet.sock");
   EXPECT_EQ(flags["lock-file"], "/run/phalanx/device-plugin.lock");
   // The config the plugin reads parses and carries the MIG strategy from values.

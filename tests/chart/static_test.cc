@@ -110,7 +110,7 @@ TEST(ChartContractTest, DefaultValuesCarryTheDesignContracts) {
   for (const char* p : {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}) {
     EXPECT_TRUE(managed.count(std::string("nvidia.com/mig-") + p)) << p;
   }
-  EXPECT_EQ(Str(v, {"devicePlugin", "kubeletDir"}), "/var/lib/kubelet/device-plugins");
+  EXPECT_EQ(Str(v, {"devicePlugin", "kubeletDir"}), "/var/lib/kubelet");
   EXPECT_EQ(Str(v, {"devicePlugin", "podResourcesDir"}), "/var/lib/kubelet/pod-resources");
   EXPECT_EQ(Str(v, {"devicePlugin", "priorityClassName"}), "system-node-critical");
   EXPECT_EQ(Str(v, {"devicePlugin", "config", "version"}), "v1");
