@@ -1,5 +1,7 @@
 // phalanx-extender: the scheduler extender beside kube-scheduler (DESIGN §1, §2.5, §3).
 // Flags are validated before anything starts; see docs/extender.md.
+#include <malloc.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -104,6 +106,10 @@ int main(int argc, char** argv) {
   ext.RecoverCommitted();
   PHX_LOG_INFO(logger, "Loaded cluster snapshot", kv("file", snapshot_file), kv("nodes", snapshot->nodes.size()),
                kv("pods", snapshot->pods.size()), kv("trainingJobs", snapshot->training_jobs.size()));
+  // The ledger has its own copy: give the parsed file back to the OS (a 100,000-pod snapshot
+  // is ~50 MB of text and objects; RSS budget DESIGN §6).
+  snapshot = extender::Snapshot{};
+  ::malloc_trim(0);
 
   extender::ExtenderServer server(ext, registry, addresses);
   if (Status st = server.Start(); !st.ok()) return Fail("starting HTTP servers: " + std::string(st.message()));
