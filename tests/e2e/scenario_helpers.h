@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,8 +66,9 @@ inline kube::Json WaitJobPhase(Cluster& cluster, const std::string& name, const 
 }
 
 // Every watch event of the pods matching `selector` after `from_rv`, until each pod that exists
-// now was seen at its current version. Events in API order.
-inline std::vector<kube::Json> PodHistory(Cluster& cluster, uint64_t from_rv, const std::string& selector) {
+// now was seen at its current version and each pod of `gone` was seen DELETED. In API order.
+inline std::vector<kube::Json> PodHistory(Cluster& cluster, uint64_t from_rv, const std::string& selector,
+                                          const std::vector<std::string>& gone = {}) {
   std::map<std::string, uint64_t> want;
   for (const auto& p : ListPods(cluster.client(), cluster.ns(), selector)) want[Name(p)] = Rv(p);
   kube::HttpRequest request;
@@ -79,10 +81,12 @@ inline std::vector<kube::Json> PodHistory(Cluster& cluster, uint64_t from_rv, co
   auto stream = cluster.client().OpenStream(request);
   if (!stream.ok()) return events;
   std::map<std::string, uint64_t> seen;
+  std::set<std::string> deleted;
   std::string line;
   while (true) {
     bool done = true;
     for (const auto& [name, rv] : want) done &= seen[name] >= rv;
+    for (const auto& name : gone) done &= deleted.count(name) > 0;
     if (done) break;
     auto read = (*stream)->ReadLine(line);
     if (!read.ok() || !*read) break;
@@ -90,6 +94,7 @@ inline std::vector<kube::Json> PodHistory(Cluster& cluster, uint64_t from_rv, co
     if (!parsed.ok()) continue;
     if ((*parsed)["type"] == "BOOKMARK") continue;
     seen[Name((*parsed)["object"])] = Rv((*parsed)["object"]);
+    if ((*parsed)["type"] == "DELETED") deleted.insert(Name((*parsed)["object"]));
     events.push_back(std::move(parsed).value());
   }
   (*stream)->Cancel();
