@@ -16,6 +16,15 @@ Result<PodInfo> PodFromRaw(std::string_view raw) {
   return ParsePod(pod);
 }
 
+// An empty body is the most common client mistake (a proxy or a test sending nothing);
+// say so instead of the parser's "no JSON found".
+Status RequireBody(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return InvalidArgumentError("request body is empty: expected a JSON object");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void AppendJsonString(std::string& out, std::string_view s) {
@@ -39,6 +48,7 @@ void AppendJsonString(std::string& out, std::string_view s) {
 }
 
 Result<FilterArgs> ParseFilterArgs(std::string_view body, json::FastJsonParser& parser) {
+  PHX_RETURN_IF_ERROR(RequireBody(body));
   PHX_ASSIGN_OR_RETURN(simdjson::ondemand::document * doc, parser.Iterate(body));
   simdjson::ondemand::object root;
   if (auto err = doc->get_object().get(root)) return WireError("request body: expected an object", err);
@@ -121,6 +131,7 @@ Result<FilterArgs> ParseFilterArgs(std::string_view body, json::FastJsonParser& 
 }
 
 Result<PreemptArgs> ParsePreemptArgs(std::string_view body) {
+  PHX_RETURN_IF_ERROR(RequireBody(body));
   PHX_ASSIGN_OR_RETURN(json::Json doc, json::Parse(body));
   if (!doc.is_object()) return InvalidArgumentError("request body: expected an object");
   PreemptArgs args;
@@ -164,6 +175,7 @@ Result<PreemptArgs> ParsePreemptArgs(std::string_view body) {
 }
 
 Result<BindArgs> ParseBindArgs(std::string_view body) {
+  PHX_RETURN_IF_ERROR(RequireBody(body));
   PHX_ASSIGN_OR_RETURN(json::Json doc, json::Parse(body));
   if (!doc.is_object()) return InvalidArgumentError("request body: expected an object");
   BindArgs args;

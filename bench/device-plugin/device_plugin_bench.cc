@@ -1,4 +1,4 @@
-// Device plugin benchmarks (issue 4 "Bench"; results in RESULTS-section.md):
+// Device plugin benchmarks (issue 4 "Bench"; results in bench/RESULTS.md, "Device plugin"):
 //  - GetPreferredAllocation / Allocate as kubelet calls them: gRPC over the unix socket to
 //    a ResourceServer built from the fake NVML dgx-h100 machine (8 H100, NVSwitch);
 //  - the pure choice (ChoosePreferred) for k of 16 GPUs (two 8-GPU NVLink islands) and

@@ -1,7 +1,7 @@
 // Informer initial sync of 5,000 nodes + 100,000 pods (realistic sizes, canned_objects.cc) from
 // a local HTTP server in a forked child process (so its memory is not counted), into lean
 // typed structs as the extender keeps them; plus decode cost per object. Numbers:
-// bench/core/kube/RESULTS-section.md.
+// bench/RESULTS.md (core/kube section).
 #include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>

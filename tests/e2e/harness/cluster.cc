@@ -203,7 +203,7 @@ Status Cluster::StartNode(Node& node, size_t index) {
   node.metrics_port = FreePort();
   Status error;
   node.plugin = Launch("device-plugin-" + node.spec.name, BinaryPath("device-plugin/phalanx-device-plugin"),
-                       {"--kubelet-dir", node.kubelet->device_plugin_dir(),
+                       {"--kubelet-dir", node.dir + "/kubelet",
                         "--pod-resources-socket", node.kubelet->pod_resources_socket(),
                         "--nvml-library", BinaryPath("tests/fakes/nvml/libnvidia-ml.so.1"),
                         "--node-name", node.spec.name,
