@@ -378,16 +378,13 @@ TEST(ChartDocsTest, LinksBetweenDocsPointAtExistingFilesAndHeadings) {
   const std::regex heading(R"re((?:^|\n)#+ ([^\n]+))re");
   int checked = 0;
   for (const char* doc : {"install.md", "configuration.md", "operations.md", "troubleshooting.md", "user-guide.md",
-                          "operator.md", "trainingjob.md"}) {
+                          "operator.md", "trainingjob.md", "extender.md", "device-plugin.md"}) {
     SCOPED_TRACE(doc);
     const std::string text = ReadFile(SourceDir() + "/docs/" + doc);
     ASSERT_FALSE(text.empty());
     for (std::sregex_iterator it(text.begin(), text.end(), link), end; it != end; ++it) {
       const std::string target = ReadFile(SourceDir() + "/docs/" + (*it)[1].str());
       ++checked;
-      // docs/extender.md is written with the extender's API-server mode (another branch); checked
-      // like any other file as soon as it exists.
-      if (target.empty() && (*it)[1] == "extender.md") continue;
       EXPECT_FALSE(target.empty()) << (*it)[0] << ": no docs/" << (*it)[1];
       if (!(*it)[2].matched || target.empty()) continue;
       std::set<std::string> anchors;
