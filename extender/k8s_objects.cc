@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/topology/topology_codec.h"
+#include "extender/mig_requests.h"
 
 namespace phalanx::extender {
 namespace {
@@ -258,6 +259,9 @@ Result<PodInfo> ParsePod(const Json& pod) {
       }
     }
     info.gpus = std::max(sum, init_max);
+    PHX_ASSIGN_OR_RETURN(ParsedMigRequests mig, ParseMigRequests(*spec));
+    info.mig = std::move(mig.requests);
+    info.mig_container = std::move(mig.container);
   }
   if (const Json* status = Child(pod, "status"); status && status->is_object()) {
     const std::string phase = StringOr(*status, "phase", "Pending");

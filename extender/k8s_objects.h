@@ -72,6 +72,9 @@ struct PodInfo {
   bool deleting = false;  // metadata.deletionTimestamp set
   int gpus = 0;           // effective nvidia.com/gpu request (max(sum of containers, any init container))
   std::string gpu_container;  // first container requesting GPUs (devices annotation key)
+  // nvidia.com/mig-<profile> requests: profile -> devices (extender/mig_requests.h).
+  std::map<std::string, int, std::less<>> mig;
+  std::string mig_container;  // first container requesting MIG devices
   int priority = 0;
   std::string priority_class;
   std::string pool_selector;  // nodeSelector[phalanx.io/gpu.product], "" = any

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/placement/topology_bandwidth.h"
+#include "extender/mig_devices.h"
 
 namespace phalanx::extender {
 
@@ -53,6 +54,7 @@ placement::NodeSpec Ledger::SpecFor(const NodeRecord& rec) const {
     const auto& topo = *n.topology;
     spec.gpu_count = std::min(topo.gpu_count(), placement::kMaxGpusPerNode);
     spec.healthy = placement::WholeGpuMask(topo) & placement::AllGpus(spec.gpu_count);
+    spec.mig = placement::MigGpuMask(topo) & placement::AllGpus(spec.gpu_count);
   } else {
     spec.gpu_count = std::min(n.allocatable_gpus, placement::kMaxGpusPerNode);
     spec.healthy = placement::AllGpus(spec.gpu_count);
@@ -101,8 +103,11 @@ Status Ledger::UpsertNode(const NodeInfo& info) {
   }
   if (!st.ok()) {
     nodes_.erase(info.name);
+    mig_.RemoveNode(info.name);
     return st;
   }
+  // MIG holdings follow their device IDs; bound MIG pods still waiting are in on_node.
+  mig_.SetNode(info.name, MigSlicesOf(info));
   for (const PodUid& uid : on_node) Charge(pods_.at(uid));
   return OkStatus();
 }
@@ -118,6 +123,7 @@ void Ledger::RemoveNode(const NodeName& name) {
   if (removed.ok()) {
     for (const GangKey& g : removed->plans) DropPlan(g);
   }
+  mig_.RemoveNode(name);
   nodes_.erase(name);
 }
 
@@ -148,6 +154,7 @@ std::optional<GpuMask> Ledger::RealDevices(const PodRecord& rec, const NodeRecor
 }
 
 void Ledger::Uncharge(PodRecord& rec) {
+  (void)mig_.Release(rec.info.uid);  // MIG devices are held apart from whole GPUs
   if (rec.holding == Holding::kNone) return;
   (void)state_.Release(rec.info.uid);
   rec.holding = Holding::kNone;
@@ -158,9 +165,31 @@ void Ledger::Uncharge(PodRecord& rec) {
 void Ledger::Charge(PodRecord& rec) {
   ChargeNow(rec);
   const PodInfo& p = rec.info;
-  if (rec.holding == Holding::kNone && !p.node_name.empty() && p.gpus > 0 && !p.Terminal()) {
+  const bool mig_waits = !ChargeMig(rec);
+  if ((rec.holding == Holding::kNone && !p.node_name.empty() && p.gpus > 0 && !p.Terminal()) || mig_waits) {
     waiting_[NodeName(p.node_name)].insert(p.uid);  // charged again when the node changes
   }
+}
+
+bool Ledger::ChargeMig(const PodRecord& rec) {
+  const PodInfo& p = rec.info;
+  if (p.mig.empty() || p.node_name.empty() || p.Terminal() || mig_.FindPod(p.uid)) return true;
+  const NodeName node(p.node_name);
+  const placement::MigNode* mig = mig_.Find(node);
+  auto nit = nodes_.find(node);
+  if (!mig || nit == nodes_.end()) return false;  // charged when the node (or its MIG layout) appears
+  const std::vector<int> devices = MigDevicesFor(*mig, nit->second.info, p);
+  if (devices.empty() || !mig_.Allocate(p.uid, node, devices).ok()) {
+    ++warnings_;  // bound where the ledger sees no free device of its profile
+    return false;
+  }
+  return true;
+}
+
+Status Ledger::AssumeMig(const PodUid& uid, const NodeName& node, const std::vector<int>& devices) {
+  if (const placement::MigHolding* h = mig_.FindPod(uid); h && h->node == node && h->devices == devices) return OkStatus();
+  (void)mig_.Release(uid);
+  return mig_.Allocate(uid, node, devices);
 }
 
 void Ledger::Unwait(const PodInfo& p) {

@@ -33,6 +33,7 @@
 #include "core/json/json.h"
 #include "core/placement/cluster_state.h"
 #include "core/placement/gang_plan.h"
+#include "core/placement/mig_ledger.h"
 #include "extender/k8s_objects.h"
 
 namespace phalanx::extender {
@@ -94,6 +95,8 @@ class Ledger {
   // Charges `gpus` on `node` to a pod being bound (assumed until its devices annotation
   // or the plugin's report arrives). FailedPrecondition if the GPUs are not free.
   Status AssumePod(const PodUid& uid, const NodeName& node, placement::GpuMask gpus);
+  // Charges MIG devices (indexes into the node's MigNode) to a pod being bound.
+  Status AssumeMig(const PodUid& uid, const NodeName& node, const std::vector<int>& devices);
   // Records a plan and reserves its GPUs. AlreadyExists if the gang has one.
   Status AdmitPlan(const GangKey& gang, placement::GangPlan plan, MonotonicTime now);
   // Unreserves and forgets the gang's plan (idempotent).
@@ -107,6 +110,8 @@ class Ledger {
 
   // --- reads --------------------------------------------------------------------------
   const placement::ClusterState& state() const { return state_; }
+  // MIG devices per node and their holders (extender/mig_filter.h).
+  const placement::MigLedger& mig() const { return mig_; }
   const PodRecord* FindPod(const PodUid& uid) const;
   const PodRecord* FindPodByName(std::string_view ns_name) const;
   const GangRecord* FindGang(const GangKey& key) const;
@@ -125,6 +130,7 @@ class Ledger {
 
  private:
   void Charge(PodRecord& rec);    // (re)computes and applies the pod's holding
+  bool ChargeMig(const PodRecord& rec);  // false if a bound MIG pod could not be charged yet
   void ChargeNow(PodRecord& rec);
   void Uncharge(PodRecord& rec);  // releases whatever it holds
   void Unwait(const PodInfo& pod);
@@ -136,6 +142,7 @@ class Ledger {
   std::shared_ptr<const placement::BandwidthMatrix> SharedMatrix(placement::BandwidthMatrix matrix);
 
   placement::ClusterState state_;
+  placement::MigLedger mig_;
   std::unordered_map<NodeName, NodeRecord> nodes_;
   std::unordered_map<PodUid, PodRecord> pods_;
   std::unordered_map<std::string, PodUid> pod_by_name_;

@@ -98,6 +98,10 @@ Status ClusterState::ValidateSpec(const NodeSpec& spec) const {
     return InvalidArgumentError(fmt::format("node {}: healthy mask has GPUs beyond its {} GPUs",
                                             spec.name.str(), spec.gpu_count));
   }
+  if (spec.mig & ~AllGpus(spec.gpu_count)) {
+    return InvalidArgumentError(fmt::format("node {}: MIG mask has GPUs beyond its {} GPUs",
+                                            spec.name.str(), spec.gpu_count));
+  }
   if (spec.bandwidth && spec.bandwidth->size() != spec.gpu_count) {
     return InvalidArgumentError(fmt::format("node {}: topology matrix is {}x{} for {} GPUs", spec.name.str(),
                                             spec.bandwidth->size(), spec.bandwidth->size(), spec.gpu_count));
@@ -142,9 +146,9 @@ DomainPoolSlice& ClusterState::SliceFor(int level, DomainId id, PoolId pool) {
 void ClusterState::AddCounts(NodeIndex i) {
   NodeState& n = nodes_[static_cast<size_t>(i)];
   SlotIndex& slot = slots_[static_cast<size_t>(i)];
-  n.free = n.spec.schedulable ? (n.spec.healthy & ~(n.allocated | n.shared | n.reserved)) : 0;
+  n.free = n.spec.schedulable ? (WholeGpus(n.spec) & ~(n.allocated | n.shared | n.reserved)) : 0;
   const int f = std::popcount(n.free);
-  const int t = n.spec.schedulable ? std::popcount(n.spec.healthy) : 0;
+  const int t = n.spec.schedulable ? std::popcount(WholeGpus(n.spec)) : 0;
   slot.indexed_free = f;
   slot.indexed_total = t;
   free_gpus_ += f;
@@ -340,7 +344,7 @@ const DomainInfo& ClusterState::domain(int level, DomainId id) const {
 int ClusterState::FreeMilli(NodeIndex node, int gpu) const {
   const NodeState& n = nodes_[static_cast<size_t>(node)];
   const GpuMask bit = GpuMask{1} << gpu;
-  if (!n.spec.schedulable || !(n.spec.healthy & bit) || (n.allocated & bit) || (n.reserved & bit)) return 0;
+  if (!n.spec.schedulable || !(WholeGpus(n.spec) & bit) || (n.allocated & bit) || (n.reserved & bit)) return 0;
   return kMilliPerGpu - n.share_milli[static_cast<size_t>(gpu)];
 }
 

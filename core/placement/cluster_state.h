@@ -14,8 +14,9 @@
 //     carrying any share is not free for whole-GPU work.
 //   - a gang plan (GangKey) reserves GPUs for each of its members (Reserve); Commit turns
 //     one member's reservation into its pod's allocation, Unreserve drops the rest.
-// MIG: not modelled yet. The door is open: a per-GPU profile capacity would sit beside
-// the per-GPU milli counter and the free mask would stay "whole GPUs with nothing on".
+// MIG: a GPU in MIG mode (NodeSpec::mig) is never a whole GPU here: it is neither free
+// nor counted in totals, and its MIG devices are accounted by MigLedger (mig_ledger.h),
+// as the device plugin's mixed strategy advertises them as nvidia.com/mig-<profile>.
 //
 // Indexes, all maintained incrementally on every mutation (O(levels) per change):
 //   pool (phalanx.io/gpu.product) -> nodes, free/total GPUs, nodes bucketed by free count;
@@ -86,7 +87,12 @@ struct NodeSpec {
   std::vector<std::string> domains;
   // False for cordoned nodes: their GPUs are never free; holdings stay.
   bool schedulable = true;
+  // GPUs in MIG mode: their capacity is MIG devices (MigLedger), never whole GPUs.
+  GpuMask mig = 0;
 };
+
+// GPUs of a node usable as whole GPUs (or fractional shares): healthy and not in MIG mode.
+inline GpuMask WholeGpus(const NodeSpec& spec) { return spec.healthy & ~spec.mig; }
 
 // GPUs one gang member gets (or holds) on one node.
 struct MemberPlacement {

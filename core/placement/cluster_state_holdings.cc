@@ -221,9 +221,9 @@ Status ClusterState::CheckInvariantsForTest() const {
         return InternalError(fmt::format("node {}: share milli of GPU {} differ", name, g));
       }
     }
-    const GpuMask want_free = n.spec.schedulable ? n.spec.healthy & ~(n.allocated | n.shared | n.reserved) : 0;
+    const GpuMask want_free = n.spec.schedulable ? WholeGpus(n.spec) & ~(n.allocated | n.shared | n.reserved) : 0;
     if (want_free != n.free) return InternalError(fmt::format("node {}: free mask stale", name));
-    const int f = std::popcount(n.free), t = n.spec.schedulable ? std::popcount(n.spec.healthy) : 0;
+    const int f = std::popcount(n.free), t = n.spec.schedulable ? std::popcount(WholeGpus(n.spec)) : 0;
     const auto& slot = slots_[static_cast<size_t>(i)];
     if (slot.indexed_free != f || slot.indexed_total != t) return InternalError(fmt::format("node {}: counts stale", name));
     const auto& bucket = pools_[static_cast<size_t>(n.pool)].buckets[static_cast<size_t>(f)];

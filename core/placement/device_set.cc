@@ -19,6 +19,8 @@ constexpr uint64_t kExhaustiveSubsetBudget = 2000;
 // DFS steps allowed when looking for a ring in a non-clique link graph.
 constexpr int kRingSearchBudget = 20000;
 constexpr int kExactRingLimit = 16;
+// DFS steps for the quick ring search before the exact DP takes over.
+constexpr int kQuickRingBudget = 200;
 
 uint64_t Binomial(int n, int k) {
   if (k < 0 || k > n) return 0;
@@ -41,15 +43,14 @@ std::vector<int> MaskToList(GpuMask mask) {
 }
 
 // Hamiltonian-cycle test over `nodes` using only links >= threshold (bitmask DP,
-// |nodes| <= kExactRingLimit).
-bool HasRingAtLeast(const BandwidthMatrix& bw, std::span<const int> nodes, double threshold) {
+// |nodes| <= kExactRingLimit). Exponential: only reached when the cheap exact tests in
+// RingAtLevel cannot decide.
+bool HasRingAtLeast(std::span<const GpuMask> adj, std::span<const int> nodes) {
   const int k = static_cast<int>(nodes.size());
-  if (k <= 1) return true;
-  if (k == 2) return bw.at(nodes[0], nodes[1]) >= threshold;
-  std::vector<uint32_t> adj(static_cast<size_t>(k), 0);
+  std::vector<uint32_t> local(static_cast<size_t>(k), 0);
   for (int a = 0; a < k; ++a)
     for (int b = 0; b < k; ++b)
-      if (a != b && bw.at(nodes[a], nodes[b]) >= threshold) adj[a] |= 1u << b;
+      if (a != b && (adj[static_cast<size_t>(nodes[a])] >> nodes[b] & 1)) local[a] |= 1u << b;
   // reach[mask] = set of end vertices of paths that start at vertex 0 and visit `mask`.
   thread_local std::vector<uint32_t> reach;
   reach.assign(size_t{1} << k, 0);
@@ -60,7 +61,7 @@ bool HasRingAtLeast(const BandwidthMatrix& bw, std::span<const int> nodes, doubl
     while (ends) {
       int v = std::countr_zero(ends);
       ends &= ends - 1;
-      uint32_t next = adj[v] & ~mask;
+      uint32_t next = local[v] & ~mask;
       while (next) {
         int u = std::countr_zero(next);
         next &= next - 1;
@@ -72,10 +73,81 @@ bool HasRingAtLeast(const BandwidthMatrix& bw, std::span<const int> nodes, doubl
   while (ends) {
     int v = std::countr_zero(ends);
     ends &= ends - 1;
-    if (adj[v] & 1u) return true;
+    if (local[v] & 1u) return true;
   }
   return false;
 }
+
+// Depth-first search for a Hamiltonian cycle through `set`, neighbour with the fewest
+// onward options first (Warnsdorff). Finds the cycle in a few steps on the link graphs
+// of real machines; `budget` caps it so a graph without one falls through to the DP.
+bool QuickRing(std::span<const GpuMask> adj, GpuMask set, int budget) {
+  const int start = std::countr_zero(set);
+  const int k = std::popcount(set);
+  std::function<bool(int, GpuMask, int)> extend = [&](int last, GpuMask used, int len) -> bool {
+    if (--budget < 0) return false;
+    if (len == k) return (adj[static_cast<size_t>(last)] >> start & 1) != 0;
+    GpuMask options = adj[static_cast<size_t>(last)] & set & ~used;
+    std::vector<std::pair<int, int>> next;  // (onward degree, node)
+    while (options) {
+      int u = std::countr_zero(options);
+      options &= options - 1;
+      next.emplace_back(std::popcount(adj[static_cast<size_t>(u)] & set & ~used), u);
+    }
+    std::sort(next.begin(), next.end());
+    for (auto [degree, u] : next) {
+      if (extend(u, used | GpuMask{1} << u, len + 1)) return true;
+      if (budget < 0) return false;
+    }
+    return false;
+  };
+  return extend(start, GpuMask{1} << start, 1);
+}
+
+// Connected over the links in `adj`?
+bool Connected(std::span<const GpuMask> adj, GpuMask set) {
+  GpuMask seen = set & (~set + 1), frontier = seen;
+  while (frontier) {
+    int v = std::countr_zero(frontier);
+    frontier &= frontier - 1;
+    GpuMask fresh = adj[static_cast<size_t>(v)] & set & ~seen;
+    seen |= fresh;
+    frontier |= fresh;
+  }
+  return seen == set;
+}
+
+// Is there a ring through every GPU of `set` using only the links in `adj` (the links at
+// or above one bandwidth threshold)? Exact for |set| <= kExactRingLimit. Cheap exact
+// tests first: a vertex with fewer than two links or a disconnected graph rules a ring
+// out; Dirac's theorem (every degree >= |set|/2) guarantees one; a short Warnsdorff DFS
+// usually finds one. Only what is left goes to the exponential DP.
+bool RingAtLevel(std::span<const GpuMask> adj, GpuMask set) {
+  const int k = std::popcount(set);
+  if (k <= 1) return true;
+  const int first = std::countr_zero(set);
+  if (k == 2) return (adj[static_cast<size_t>(first)] & set) != 0;
+  int min_degree = k;
+  for (GpuMask left = set; left; left &= left - 1) {
+    int d = std::popcount(adj[static_cast<size_t>(std::countr_zero(left))] & set);
+    if (d < 2) return false;
+    min_degree = std::min(min_degree, d);
+  }
+  if (2 * min_degree >= k) return true;  // Dirac
+  if (!Connected(adj, set)) return false;
+  if (QuickRing(adj, set, kQuickRingBudget)) return true;
+  if (k > kExactRingLimit) return false;
+  return HasRingAtLeast(adj, MaskToList(set));
+}
+
+// A node's link graph at each distinct bandwidth: levels[i] has the links >= thresholds[i]
+// (thresholds descending) as one neighbour mask per GPU. Built once per request so
+// every subset test is a handful of mask operations.
+struct LinkLevels {
+  std::vector<double> thresholds;
+  std::vector<std::vector<GpuMask>> adj;  // [level][gpu]
+  std::span<const GpuMask> at(size_t level) const { return adj[level]; }
+};
 
 // Distinct link bandwidths among `nodes`, descending.
 std::vector<double> Thresholds(const BandwidthMatrix& bw, std::span<const int> nodes) {
@@ -115,26 +187,55 @@ std::vector<GpuMask> Components(const BandwidthMatrix& bw, GpuMask nodes, double
   return comps;
 }
 
+LinkLevels BuildLevels(const BandwidthMatrix& bw, std::span<const int> gpus) {
+  LinkLevels levels;
+  levels.thresholds = Thresholds(bw, gpus);
+  levels.adj.assign(levels.thresholds.size(), std::vector<GpuMask>(static_cast<size_t>(bw.size()), 0));
+  for (size_t l = 0; l < levels.thresholds.size(); ++l)
+    for (int a : gpus)
+      for (int b : gpus)
+        if (a != b && bw.at(a, b) >= levels.thresholds[l]) levels.adj[l][static_cast<size_t>(a)] |= GpuMask{1} << b;
+  return levels;
+}
+
 // How well connected the GPUs left free are: for each threshold (best first), the
 // number of links at least that fast among them, then the size of the largest group
 // connected at that speed. Compared lexicographically, larger is better. Counting links
 // (not just connectivity) matters on meshes: a path 1-3, 1-5, 5-4 is connected but has
 // no fast ring, while an intact quad has six fast links.
-std::vector<int> FragmentationKey(const BandwidthMatrix& bw, GpuMask remaining,
-                                  const std::vector<double>& thresholds) {
-  std::vector<int> key;
-  key.reserve(2 * thresholds.size());
-  const std::vector<int> left = MaskToList(remaining);
-  for (double t : thresholds) {
-    int links = 0;
-    for (size_t a = 0; a < left.size(); ++a)
-      for (size_t b = a + 1; b < left.size(); ++b) links += bw.at(left[a], left[b]) >= t;
-    int largest = 0;
-    for (GpuMask c : Components(bw, remaining, t)) largest = std::max(largest, std::popcount(c));
-    key.push_back(links);
+void FragmentationKey(const LinkLevels& levels, GpuMask remaining, std::vector<int>& key) {
+  key.clear();
+  for (size_t l = 0; l < levels.thresholds.size(); ++l) {
+    std::span<const GpuMask> adj = levels.at(l);
+    int degree_sum = 0, largest = 0;
+    for (GpuMask left = remaining; left; left &= left - 1)
+      degree_sum += std::popcount(adj[static_cast<size_t>(std::countr_zero(left))] & remaining);
+    for (GpuMask left = remaining; left;) {
+      GpuMask comp = left & (~left + 1), frontier = comp;
+      while (frontier) {
+        int v = std::countr_zero(frontier);
+        frontier &= frontier - 1;
+        GpuMask fresh = adj[static_cast<size_t>(v)] & remaining & ~comp;
+        comp |= fresh;
+        frontier |= fresh;
+      }
+      left &= ~comp;
+      largest = std::max(largest, std::popcount(comp));
+    }
+    key.push_back(degree_sum / 2);
     key.push_back(largest);
   }
-  return key;
+}
+
+// Bottleneck of the best ring through `set`, looking only at levels down to `floor`
+// (inclusive): -1 when no ring reaches `floor`. The bottleneck is always one of the
+// set's links, and every such link value is a level, so the first level with a ring is
+// exactly the bottleneck.
+double RingBottleneckAtLeast(const LinkLevels& levels, GpuMask set, double floor) {
+  if (std::popcount(set) <= 1) return kInf;
+  for (size_t l = 0; l < levels.thresholds.size() && levels.thresholds[l] >= floor; ++l)
+    if (RingAtLevel(levels.at(l), set)) return levels.thresholds[l];
+  return -1;
 }
 
 bool IsClique(const BandwidthMatrix& bw, GpuMask nodes, double threshold) {
@@ -153,14 +254,17 @@ DeviceSetChoice MakeChoice(const BandwidthMatrix& bw, GpuMask set, bool exhausti
   return c;
 }
 
+// Every subset, ranked by (ring bottleneck, fragmentation key), ties to the first in
+// lexicographic order of GPU indices. A subset whose ring cannot reach the best found
+// so far is dropped without computing its key.
 DeviceSetChoice ExhaustiveChoice(const BandwidthMatrix& bw, const DeviceSetRequest& req) {
   const std::vector<int> optional = MaskToList(req.available & ~req.must_include);
   const int pick = req.count - std::popcount(req.must_include);
-  const std::vector<double> thresholds = Thresholds(bw, MaskToList(req.available));
+  const LinkLevels levels = BuildLevels(bw, MaskToList(req.available));
 
   GpuMask best_set = 0;
   double best_ring = -1;
-  std::vector<int> best_key;
+  std::vector<int> best_key, key;
   // Combinations in lexicographic order, so ties keep the lowest indices.
   std::vector<int> idx(static_cast<size_t>(pick));
   std::iota(idx.begin(), idx.end(), 0);
@@ -168,14 +272,13 @@ DeviceSetChoice ExhaustiveChoice(const BandwidthMatrix& bw, const DeviceSetReque
   while (true) {
     GpuMask set = req.must_include;
     for (int i : idx) set |= GpuMask{1} << optional[static_cast<size_t>(i)];
-    std::vector<int> members = MaskToList(set);
-    double ring = RingBottleneck(bw, members);
+    double ring = RingBottleneckAtLeast(levels, set, best_ring);
     if (ring >= best_ring) {
-      std::vector<int> key = FragmentationKey(bw, req.available & ~set, thresholds);
+      FragmentationKey(levels, req.available & ~set, key);
       if (ring > best_ring || key > best_key) {
         best_set = set;
         best_ring = ring;
-        best_key = std::move(key);
+        std::swap(best_key, key);
       }
     }
     int i = pick - 1;
@@ -306,9 +409,10 @@ double RingBottleneck(const BandwidthMatrix& bw, std::span<const int> gpus) {
   if (k <= 1) return kInf;
   if (k == 2) return bw.at(gpus[0], gpus[1]);
   if (k <= kExactRingLimit) {
-    for (double t : Thresholds(bw, gpus))
-      if (HasRingAtLeast(bw, gpus, t)) return t;
-    return 0;  // unreachable: the slowest threshold makes the graph complete
+    GpuMask set = 0;
+    for (int g : gpus) set |= GpuMask{1} << g;
+    double ring = RingBottleneckAtLeast(BuildLevels(bw, gpus), set, -1);
+    return ring < 0 ? 0 : ring;  // < 0 unreachable: the slowest level is complete
   }
   // Greedy nearest-neighbour ring: a valid ring, so its bottleneck is a lower bound.
   std::vector<int> order(gpus.begin(), gpus.end());

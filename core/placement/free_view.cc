@@ -7,10 +7,10 @@ namespace phalanx::placement {
 GpuMask FreedBy(const ClusterState& state, const PodAllocation& pod, int released_milli_on_gpu) {
   const NodeState& n = state.node(pod.node);
   if (!n.spec.schedulable) return 0;
-  if (pod.milli >= kMilliPerGpu) return pod.gpus & n.spec.healthy;
+  if (pod.milli >= kMilliPerGpu) return pod.gpus & WholeGpus(n.spec);
   const int gpu = std::countr_zero(pod.gpus);
   if (released_milli_on_gpu < n.share_milli[static_cast<size_t>(gpu)]) return 0;
-  return pod.gpus & n.spec.healthy & ~n.reserved;
+  return pod.gpus & WholeGpus(n.spec) & ~n.reserved;
 }
 
 FreeView::FreeView(const ClusterState& state, const std::optional<GangKey>& own_plan,
@@ -23,7 +23,7 @@ FreeView::FreeView(const ClusterState& state, const std::optional<GangKey>& own_
         auto node = state.FindNode(r->members[m].node);
         if (!node) continue;
         const NodeState& n = state.node(*node);
-        if (n.spec.schedulable) AddExtra(*node, r->members[m].gpus & n.spec.healthy);
+        if (n.spec.schedulable) AddExtra(*node, r->members[m].gpus & WholeGpus(n.spec));
       }
     }
   }

@@ -122,7 +122,7 @@ void PackMembers(const FreeView& view, PoolId pool, const std::vector<NodeIndex>
       avail &= ~choice->gpus;
       plan.members.push_back(MemberPlacement{n.spec.name, choice->gpus, choice->ring_bandwidth_gbps});
       min_ring = std::min(min_ring, choice->ring_bandwidth_gbps);
-      ratio_sum += TopologyRatio(n.spec.bandwidth, n.spec.healthy, g, choice->ring_bandwidth_gbps);
+      ratio_sum += TopologyRatio(n.spec.bandwidth, WholeGpus(n.spec), g, choice->ring_bandwidth_gbps);
     }
   }
   plan.quality.nodes_used = static_cast<int>(picks.size());

@@ -23,7 +23,7 @@ GpuMask OwnReserved(const ClusterState& s, NodeIndex node, const PodRequest& r) 
   GpuMask mask = 0;
   for (size_t m = 0; m < res->members.size(); ++m)
     if (!res->committed[m] && res->members[m].node == n.spec.name) mask |= res->members[m].gpus;
-  return mask & n.spec.healthy;
+  return mask & WholeGpus(n.spec);
 }
 
 // Healthy GPUs wholly held by pods of strictly lower priority, and per GPU the milli
@@ -37,7 +37,7 @@ LowerTier LowerTierHoldings(const NodeState& n, int priority) {
   LowerTier out;
   for (const PodAllocation* p : n.pods) {
     if (p->priority >= priority) continue;
-    if (p->milli >= kMilliPerGpu) out.whole |= p->gpus & n.spec.healthy;
+    if (p->milli >= kMilliPerGpu) out.whole |= p->gpus & WholeGpus(n.spec);
     else out.share_milli[static_cast<size_t>(std::countr_zero(p->gpus))] += p->milli;
   }
   return out;
@@ -71,7 +71,7 @@ Feasibility CheckShare(const ClusterState& s, NodeIndex node, const PodRequest& 
   bool lower_helps = false;
   for (int g = 0; g < n.spec.gpu_count; ++g) {
     const GpuMask bit = GpuMask{1} << g;
-    if (!(n.spec.healthy & bit)) continue;
+    if (!(WholeGpus(n.spec) & bit)) continue;
     const int free = s.FreeMilli(node, g);
     f.free = std::max(f.free, free);
     if (n.reserved & bit) {
@@ -95,8 +95,8 @@ Feasibility CheckShare(const ClusterState& s, NodeIndex node, const PodRequest& 
 Feasibility CheckFeasibility(const ClusterState& s, NodeIndex node, const PodRequest& r) {
   const NodeState& n = s.node(node);
   Feasibility f;
-  f.capacity = n.spec.gpu_count;
-  f.healthy = std::popcount(n.spec.healthy);
+  f.capacity = n.spec.gpu_count - std::popcount(n.spec.mig);  // MIG-mode GPUs are not whole GPUs
+  f.healthy = std::popcount(WholeGpus(n.spec));
   f.node_pool = n.spec.pool;
   if (r.pool && n.spec.pool != *r.pool) {
     f.reason = UnfitReason::kWrongPool;
@@ -124,13 +124,13 @@ Feasibility CheckFeasibility(const ClusterState& s, NodeIndex node, const PodReq
   for (int g = 0; g < n.spec.gpu_count; ++g) {
     const GpuMask bit = GpuMask{1} << g;
     // A shared GPU comes free only if every share on it is of a lower tier.
-    if ((n.shared & bit) && (n.spec.healthy & bit) &&
+    if ((n.shared & bit) && (WholeGpus(n.spec) & bit) &&
         lower.share_milli[static_cast<size_t>(g)] == n.share_milli[static_cast<size_t>(g)]) {
       preemptible |= bit;
     }
   }
   f.preemptible = std::popcount(preemptible);
-  f.reserved = std::popcount(n.reserved & n.spec.healthy & ~own);
+  f.reserved = std::popcount(n.reserved & WholeGpus(n.spec) & ~own);
   if (f.free + f.preemptible >= r.gpus) f.reason = UnfitReason::kInUseByLowerTiers;
   else if (f.reserved > 0 && f.free + f.preemptible + f.reserved >= r.gpus) f.reason = UnfitReason::kReservedByPlans;
   else f.reason = UnfitReason::kInUseByHigherTiers;
@@ -175,7 +175,7 @@ Result<NodeScore> ScoreNode(const ClusterState& s, NodeIndex node, const PodRequ
   const Feasibility f = CheckFeasibility(s, node, r);
   if (!f.fits()) return FailedPreconditionError(FormatFeasibility(f));
   const NodeState& n = s.node(node);
-  const int healthy = std::popcount(n.spec.healthy);
+  const int healthy = std::popcount(WholeGpus(n.spec));
   NodeScore out;
   if (IsShare(r)) {
     const int gpu = ShareGpu(s, node, r.milli);
@@ -184,7 +184,7 @@ Result<NodeScore> ScoreNode(const ClusterState& s, NodeIndex node, const PodRequ
     out.topology = 10;
     int free_milli = 0;
     for (int g = 0; g < n.spec.gpu_count; ++g)
-      if (n.spec.healthy & (GpuMask{1} << g)) free_milli += s.FreeMilli(node, g);
+      if (WholeGpus(n.spec) & (GpuMask{1} << g)) free_milli += s.FreeMilli(node, g);
     // Milli-GPUs in use after placing, out of the node's healthy capacity.
     const double cap = static_cast<double>(healthy) * kMilliPerGpu;
     out.packing = 10.0 * (cap - static_cast<double>(free_milli - r.milli)) / cap;
@@ -194,7 +194,7 @@ Result<NodeScore> ScoreNode(const ClusterState& s, NodeIndex node, const PodRequ
     out.gpus = choice->gpus;  // feasibility guarantees a choice
     out.ring_bandwidth_gbps = choice->ring_bandwidth_gbps;
     out.topology_known = n.spec.bandwidth != nullptr;
-    out.topology = 10.0 * TopologyRatio(n.spec.bandwidth, n.spec.healthy, r.gpus, choice->ring_bandwidth_gbps);
+    out.topology = 10.0 * TopologyRatio(n.spec.bandwidth, WholeGpus(n.spec), r.gpus, choice->ring_bandwidth_gbps);
     // GPUs in use after placing / healthy GPUs (k8s MostAllocated).
     const int free_after = std::popcount(avail) - r.gpus;
     out.packing = 10.0 * static_cast<double>(healthy - free_after) / static_cast<double>(healthy);

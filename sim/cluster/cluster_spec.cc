@@ -1,5 +1,6 @@
 #include "sim/cluster/cluster_spec.h"
 
+#include <bit>
 #include <fstream>
 #include <map>
 #include <set>
@@ -9,7 +10,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/placement/topology_bandwidth.h"
+#include "core/topology/mig_layout.h"
 #include "core/topology/reference_machines.h"
+#include "sim/cluster/snapshot_cluster.h"
 
 namespace phalanx::sim {
 namespace {
@@ -41,13 +44,52 @@ Result<IntraNodeTopology> ParseTopology(const std::string& source, const YAML::N
   return At(source, node, fmt::format("topology must be nvswitch | nvlink-pairs | pcie, got \"{}\"", t));
 }
 
+// mig: [{gpus: 2, layout: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]}, ...]. Each layout is
+// checked against the GPU model's MIG profile table (core/topology/mig_layout.h): known
+// profiles, at most 7 compute slices, a valid placement.
+Result<std::vector<MigGroupLayout>> ParseMig(const std::string& source, const YAML::Node& node, const NodeGroup& group,
+                                             int index) {
+  if (!node.IsSequence()) return At(source, node, fmt::format("nodeGroups[{}].mig must be a list", index));
+  std::vector<MigGroupLayout> out;
+  int used = 0;
+  for (size_t k = 0; k < node.size(); ++k) {
+    const YAML::Node m = node[k];
+    const std::string where = fmt::format("nodeGroups[{}].mig[{}]", index, k);
+    if (!m.IsMap()) return At(source, m, where + " must be a mapping with gpus and layout");
+    for (const auto& kv : m) {
+      const std::string key = kv.first.as<std::string>();
+      if (key != "gpus" && key != "layout") return At(source, kv.first, fmt::format("{}: unknown field \"{}\"", where, key));
+    }
+    MigGroupLayout layout;
+    layout.line = static_cast<int>(m.Mark().line) + 1;
+    if (!m["gpus"]) return At(source, m, where + ": missing field \"gpus\"");
+    if (!m["layout"] || !m["layout"].IsSequence() || m["layout"].size() == 0)
+      return At(source, m, where + ": layout must be a non-empty list of MIG profiles");
+    PHX_ASSIGN_OR_RETURN(layout.gpus, GetInt(source, m["gpus"], where + ".gpus", 1, placement::kMaxGpusPerNode));
+    for (const auto& p : m["layout"]) {
+      PHX_ASSIGN_OR_RETURN(std::string profile, GetString(source, p, where + ".layout[]"));
+      layout.profiles.push_back(std::move(profile));
+    }
+    topology::Gpu probe;
+    probe.product = group.gpu_model;
+    if (Status st = topology::ApplyMigLayout(probe, layout.profiles); !st.ok())
+      return At(source, m["layout"], fmt::format("{}: {}", where, st.message()));
+    used += layout.gpus;
+    if (used > group.gpus_per_node)
+      return At(source, m, fmt::format("{}: MIG layouts cover {} GPUs, more than gpusPerNode {}", where, used,
+                                       group.gpus_per_node));
+    out.push_back(std::move(layout));
+  }
+  return out;
+}
+
 Result<NodeGroup> ParseGroup(const std::string& source, const YAML::Node& g, int index) {
   if (!g.IsMap()) return At(source, g, fmt::format("nodeGroups[{}] must be a mapping", index));
   NodeGroup out;
   out.line = static_cast<int>(g.Mark().line) + 1;
   static const std::set<std::string> kKnown = {"name",         "count",        "gpuModel",      "gpusPerNode",
                                                "topology",     "nodesPerRack", "racksPerBlock", "nodesPerNvlinkDomain",
-                                               "zone"};
+                                               "zone",         "mig"};
   for (const auto& kv : g) {
     const std::string key = kv.first.as<std::string>();
     if (!kKnown.contains(key)) return At(source, kv.first, fmt::format("nodeGroups[{}]: unknown field \"{}\"", index, key));
@@ -79,10 +121,11 @@ Result<NodeGroup> ParseGroup(const std::string& source, const YAML::Node& g, int
   if (g["zone"]) { PHX_ASSIGN_OR_RETURN(out.zone, GetString(source, g["zone"], "zone")); }
   if (out.topology == IntraNodeTopology::kNvlinkPairs && out.gpus_per_node % 2 != 0)
     return At(source, g, fmt::format("nodeGroups[{}]: nvlink-pairs needs an even gpusPerNode", index));
+  if (g["mig"]) { PHX_ASSIGN_OR_RETURN(out.mig, ParseMig(source, g["mig"], out, index)); }
   return out;
 }
 
-topology::NodeTopology MakeMachine(const NodeGroup& g) {
+topology::NodeTopology MakeWholeMachine(const NodeGroup& g) {
   topology::MachineOptions opts;
   opts.uuid_seed = g.name;
   const bool h100 = g.gpu_model.find("H100") != std::string::npos;
@@ -95,15 +138,49 @@ topology::NodeTopology MakeMachine(const NodeGroup& g) {
   return topology::MakePcieNode(g.gpus_per_node, g.gpu_model, mem, topology::LinkKind::kPhb, opts);
 }
 
+// The machine with its MIG layouts applied (validated at parse time).
+Result<topology::NodeTopology> MakeMachine(const NodeGroup& g) {
+  topology::NodeTopology machine = MakeWholeMachine(g);
+  int gpu = 0;
+  for (const MigGroupLayout& layout : g.mig) {
+    for (int k = 0; k < layout.gpus; ++k, ++gpu) {
+      if (Status st = topology::ApplyMigLayout(machine.gpus[static_cast<size_t>(gpu)], layout.profiles); !st.ok())
+        return InvalidArgumentError(fmt::format("node group {}: {}", g.name, st.message()));
+    }
+  }
+  return machine;
+}
+
 }  // namespace
+
+int NodeGroup::MigGpus() const {
+  int n = 0;
+  for (const auto& m : mig) n += m.gpus;
+  return n;
+}
+
+int ClusterSpec::MigGpus() const {
+  int n = 0;
+  if (snapshot) {
+    for (placement::NodeIndex i : snapshot->state.Nodes()) n += std::popcount(snapshot->state.node(i).spec.mig);
+    return n;
+  }
+  for (const auto& g : groups) n += g.count * g.MigGpus();
+  return n;
+}
 
 int ClusterSpec::TotalGpus() const {
   int n = 0;
+  if (snapshot) {
+    for (placement::NodeIndex i : snapshot->state.Nodes()) n += snapshot->state.node(i).spec.gpu_count;
+    return n;
+  }
   for (const auto& g : groups) n += g.count * g.gpus_per_node;
   return n;
 }
 
 int ClusterSpec::TotalNodes() const {
+  if (snapshot) return snapshot->state.NodeCount();
   int n = 0;
   for (const auto& g : groups) n += g.count;
   return n;
@@ -148,14 +225,26 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path) {
   if (!in) return NotFoundError(fmt::format("cannot open cluster description {}", path));
   std::stringstream buf;
   buf << in.rdbuf();
-  return ParseClusterSpec(buf.str(), path);
+  const std::string text = buf.str();
+  if (LooksLikeSnapshot(text)) {
+    PHX_ASSIGN_OR_RETURN(SimCluster cluster, BuildSimClusterFromSnapshot(text, path));
+    ClusterSpec spec;
+    spec.name = fmt::format("snapshot {}", path);
+    spec.snapshot = std::make_shared<const SimCluster>(std::move(cluster));
+    return spec;
+  }
+  return ParseClusterSpec(text, path);
 }
 
-Result<placement::ClusterState> BuildClusterState(const ClusterSpec& spec) {
-  placement::ClusterState state(SimLevels());
+Result<SimCluster> BuildSimCluster(const ClusterSpec& spec) {
+  if (spec.snapshot) return SimCluster(*spec.snapshot);
+  SimCluster out{placement::ClusterState(SimLevels()), {}, 0};
+  placement::ClusterState& state = out.state;
   for (const NodeGroup& g : spec.groups) {
-    const topology::NodeTopology machine = MakeMachine(g);
+    PHX_ASSIGN_OR_RETURN(const topology::NodeTopology machine, MakeMachine(g));
     auto bw = std::make_shared<const placement::BandwidthMatrix>(placement::BandwidthFromTopology(machine));
+    const placement::GpuMask mig_gpus = placement::MigGpuMask(machine);
+    const std::vector<placement::MigSlice> mig_slices = placement::MigSlicesFromTopology(machine);
     for (int i = 0; i < g.count; ++i) {
       placement::NodeSpec n;
       n.name = NodeName(fmt::format("{}-{}", g.name, i));
@@ -163,6 +252,7 @@ Result<placement::ClusterState> BuildClusterState(const ClusterSpec& spec) {
       n.gpu_count = g.gpus_per_node;
       n.bandwidth = bw;
       n.healthy = placement::AllGpus(g.gpus_per_node);
+      n.mig = mig_gpus;
       n.domains.assign(SimLevels().size(), "");
       n.domains[kLevelHost] = n.name.str();
       if (g.nodes_per_nvlink_domain > 0) n.domains[kLevelNvlinkDomain] = fmt::format("{}-nvl{}", g.name, i / g.nodes_per_nvlink_domain);
@@ -172,11 +262,17 @@ Result<placement::ClusterState> BuildClusterState(const ClusterSpec& spec) {
         if (g.racks_per_block > 0) n.domains[kLevelBlock] = fmt::format("{}-b{}", g.name, rack / g.racks_per_block);
       }
       n.domains[kLevelZone] = g.zone;
+      if (!mig_slices.empty()) out.mig.SetNode(n.name, mig_slices);
       auto added = state.AddNode(std::move(n));
       if (!added.ok()) return added.status();
     }
   }
-  return state;
+  return out;
+}
+
+Result<placement::ClusterState> BuildClusterState(const ClusterSpec& spec) {
+  PHX_ASSIGN_OR_RETURN(SimCluster cluster, BuildSimCluster(spec));
+  return std::move(cluster.state);
 }
 
 }  // namespace phalanx::sim

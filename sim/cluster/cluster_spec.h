@@ -9,10 +9,18 @@
 
 #include "core/base/result.h"
 #include "core/placement/cluster_state.h"
+#include "core/placement/mig_ledger.h"
 
 namespace phalanx::sim {
 
 enum class IntraNodeTopology { kNvSwitch, kNvlinkPairs, kPcie };
+
+// `gpus` GPUs of every node of a group partitioned with the same MIG layout.
+struct MigGroupLayout {
+  int gpus = 1;
+  std::vector<std::string> profiles;  // e.g. {"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}
+  int line = 0;
+};
 
 struct NodeGroup {
   std::string name;
@@ -25,13 +33,23 @@ struct NodeGroup {
   int nodes_per_rack = 0;
   int racks_per_block = 0;
   std::string zone;  // "" = no zone label
+  // MIG layouts, applied to the node's GPUs in order (the first `mig[0].gpus` GPUs get
+  // the first layout, ...); GPUs after them stay whole.
+  std::vector<MigGroupLayout> mig;
   int line = 0;      // YAML line (messages)
+  int MigGpus() const;
 };
+
+struct SimCluster;
 
 struct ClusterSpec {
   std::string name;
   std::vector<NodeGroup> groups;
-  int TotalGpus() const;
+  // Set when --cluster was a snapshot (sim/cluster/snapshot_cluster.h): the replay starts
+  // from this ledger (copied per policy) and `groups` is empty.
+  std::shared_ptr<const SimCluster> snapshot;
+  int TotalGpus() const;  // every GPU, whole or in MIG mode
+  int MigGpus() const;    // GPUs in MIG mode
   int TotalNodes() const;
 };
 
@@ -46,9 +64,21 @@ inline constexpr int kLevelZone = 4;
 // Parses the YAML text; `source` names the file in messages. InvalidArgument naming the
 // line and field for anything malformed or unknown.
 Result<ClusterSpec> ParseClusterSpec(const std::string& yaml_text, const std::string& source);
+// A YAML cluster description, or a `kubectl get nodes,pods -A -o json` snapshot
+// (detected by content: LooksLikeSnapshot).
 Result<ClusterSpec> LoadClusterSpec(const std::string& path);
 
-// Builds the ledger: one node per group member, named "<group>-<n>", all GPUs healthy.
+// What a replay starts from: whole-GPU accounting, MIG devices, and (for a snapshot) the
+// pods already bound, which hold their GPUs for the whole replay.
+struct SimCluster {
+  placement::ClusterState state;
+  placement::MigLedger mig;
+  int preexisting_pods = 0;
+};
+
+// Builds the ledger: one node per group member, named "<group>-<n>", all GPUs healthy;
+// GPUs in MIG mode are carved into the group's layouts.
+Result<SimCluster> BuildSimCluster(const ClusterSpec& spec);
 Result<placement::ClusterState> BuildClusterState(const ClusterSpec& spec);
 
 }  // namespace phalanx::sim

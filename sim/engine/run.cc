@@ -35,9 +35,9 @@ Result<SimulationReport> RunSimulation(const ClusterSpec& cluster, const Workloa
   report.notes = workload.notes;
   for (const std::string& name : options.policies) {
     PHX_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(name, options.policy));
-    PHX_ASSIGN_OR_RETURN(placement::ClusterState state, BuildClusterState(cluster));
+    PHX_ASSIGN_OR_RETURN(SimCluster built, BuildSimCluster(cluster));
     if (options.on_policy) options.on_policy(name);
-    Simulator sim(workload, std::move(state), *policy, options.sim);
+    Simulator sim(workload, std::move(built.state), std::move(built.mig), *policy, options.sim);
     report.policies.push_back(sim.Run());
   }
   return report;

@@ -14,16 +14,31 @@
 namespace phalanx::sim {
 namespace {
 
-double JobGpus(const Job& j) { return j.IsShare() ? j.milli / 1000.0 : static_cast<double>(j.TotalGpus()); }
+// Whole-GPU equivalents a job holds (GPUs in MIG mode are counted apart, in slices).
+double JobGpus(const Job& j) {
+  if (j.IsMig()) return 0;
+  return j.IsShare() ? j.milli / 1000.0 : static_cast<double>(j.TotalGpus());
+}
 
 }  // namespace
 
 Simulator::Simulator(const Workload& workload, placement::ClusterState state, Policy& policy, SimConfig config)
-    : workload_(workload), state_(std::move(state)), policy_(policy), config_(std::move(config)) {
+    : Simulator(workload, std::move(state), placement::MigLedger(), policy, std::move(config)) {}
+
+Simulator::Simulator(const Workload& workload, placement::ClusterState state, placement::MigLedger mig, Policy& policy,
+                     SimConfig config)
+    : workload_(workload), state_(std::move(state)), mig_(std::move(mig)), policy_(policy), config_(std::move(config)) {
   runs_.resize(workload_.jobs.size());
+  for (const auto& [name, node] : mig_.nodes()) mig_nodes_.push_back(name);
+  std::sort(mig_nodes_.begin(), mig_nodes_.end(), [](const NodeName& a, const NodeName& b) { return a.str() < b.str(); });
+  // Pods already bound (a snapshot) hold their GPUs for the whole replay.
+  alloc_gpus_ = busy_gpus_ = state_.TotalGpus() - state_.FreeGpus();
+  for (const auto& [name, node] : mig_.nodes()) mig_used_ += node.TotalCompute() - node.FreeCompute();
+  mig_peak_ = mig_used_;
   // FGD task mix: member shapes weighted by how many members the workload has.
   std::map<std::pair<int, int>, double> mix;
-  for (const Job& j : workload_.jobs) mix[{j.gpus_per_replica, j.milli}] += j.replicas;
+  for (const Job& j : workload_.jobs)
+    if (!j.IsMig()) mix[{j.gpus_per_replica, j.milli}] += j.replicas;
   for (const auto& [shape, count] : mix)
     shapes_.push_back(placement::TaskShape{.gpus = shape.first, .milli = shape.second, .popularity = count});
 }
@@ -33,6 +48,17 @@ PodUid Simulator::MemberPod(JobId id, int member) const {
 }
 
 std::string Simulator::CheckFitsEmpty(const Job& j) const {
+  if (j.IsMig()) {
+    int most = 0;
+    for (const NodeName& name : mig_nodes_) {
+      auto idx = state_.FindNode(name);
+      if (j.pool && (!idx || state_.node(*idx).spec.pool != *j.pool)) continue;
+      most = std::max(most, mig_.Find(name)->Total(j.mig_profile));
+    }
+    if (most >= j.gpus_per_replica) return "";
+    return fmt::format("needs {} x {}; the most any node's MIG layout has is {}", j.gpus_per_replica,
+                       placement::MigResourceName(j.mig_profile), most);
+  }
   int best_members = 0;
   std::string best_pool;
   for (placement::PoolId p = 0; p < state_.PoolCount(); ++p) {
@@ -57,6 +83,7 @@ void Simulator::Advance(double t) {
   const double dt = t - now_;
   alloc_area_ += alloc_gpus_ * dt;
   busy_area_ += busy_gpus_ * dt;
+  mig_area_ += mig_used_ * dt;
 }
 
 void Simulator::Enqueue(JobId id) {
@@ -68,6 +95,10 @@ void Simulator::Enqueue(JobId id) {
   r.bound = 0;
   ++queued_;
   dirty_ = true;
+  if (job(id).IsMig()) {
+    mig_queue_.emplace(-job(id).priority, mig_seq_++, id);
+    return;
+  }
   policy_.OnQueued(*this, id);
 }
 
@@ -88,8 +119,7 @@ void Simulator::HandleFinish(JobId id, uint32_t token) {
   JobRun& r = runs_[static_cast<size_t>(id)];
   if (r.phase != JobPhase::kRunning || r.token != token) return;  // preempted attempt
   ++counted_events_;
-  for (const PodUid& pod : r.pods)
-    if (!pod.empty()) (void)state_.Release(pod);
+  ReleasePods(id);
   const double g = JobGpus(job(id));
   alloc_gpus_ -= g;
   busy_gpus_ -= g;
@@ -219,6 +249,65 @@ Status Simulator::BindMember(JobId id, int member, const placement::MemberPlacem
   return OkStatus();
 }
 
+Status Simulator::StartMig(JobId id, const MigPlacement& p) {
+  const Job& j = job(id);
+  JobRun& r = runs_[static_cast<size_t>(id)];
+  if (r.phase != JobPhase::kQueued || !j.IsMig())
+    return FailedPreconditionError(fmt::format("job {} is not a queued MIG job", j.name));
+  const placement::MigNode* node = mig_.Find(p.node);
+  if (!node) return NotFoundError(fmt::format("node {} has no MIG devices", p.node.str()));
+  if (static_cast<int>(p.devices.size()) != j.gpus_per_replica)
+    return InvalidArgumentError(fmt::format("job {} wants {} MIG devices, got {}", j.name, j.gpus_per_replica, p.devices.size()));
+  for (int d : p.devices) {
+    if (d < 0 || static_cast<size_t>(d) >= node->slices().size() || node->slices()[static_cast<size_t>(d)].profile != j.mig_profile)
+      return InvalidArgumentError(fmt::format("job {}: device {} on {} is not a {} device", j.name, d, p.node.str(), j.mig_profile));
+  }
+  PodUid pod = MemberPod(id, 0);
+  PHX_RETURN_IF_ERROR(mig_.Allocate(pod, p.node, p.devices));
+  for (int d : p.devices) mig_used_ += node->slices()[static_cast<size_t>(d)].compute_slices;
+  mig_peak_ = std::max(mig_peak_, mig_used_);
+  r.pods[0] = std::move(pod);
+  r.bound_at[0] = now_;
+  r.bound = 1;
+  BecomeRunning(id);
+  return OkStatus();
+}
+
+void Simulator::ReleasePods(JobId id) {
+  for (const PodUid& pod : runs_[static_cast<size_t>(id)].pods) {
+    if (pod.empty()) continue;
+    if (const placement::MigHolding* h = mig_.FindPod(pod)) {
+      const placement::MigNode* node = mig_.Find(h->node);
+      for (int d : h->devices) mig_used_ -= node->slices()[static_cast<size_t>(d)].compute_slices;
+      (void)mig_.Release(pod);
+      continue;
+    }
+    (void)state_.Release(pod);
+  }
+}
+
+void Simulator::ScheduleMig() {
+  // A (profile, count, pool) that found no room stays without room for the rest of the
+  // pass: MIG capacity only shrinks while a pass places work.
+  std::set<std::tuple<std::string, int, std::string>> failed;
+  for (auto it = mig_queue_.begin(); it != mig_queue_.end();) {
+    const JobId id = std::get<2>(*it);
+    const Job& j = job(id);
+    auto shape = std::make_tuple(j.mig_profile, j.gpus_per_replica, j.pool.value_or("*"));
+    if (failed.contains(shape)) {
+      ++it;
+      continue;
+    }
+    std::optional<MigPlacement> p = policy_.PlaceMig(*this, id);
+    if (p && StartMig(id, *p).ok()) {
+      it = mig_queue_.erase(it);
+      continue;
+    }
+    failed.insert(std::move(shape));
+    ++it;
+  }
+}
+
 double Simulator::GpuSecondsAtRisk(JobId id) const {
   const Job& j = job(id);
   const JobRun& r = runs_[static_cast<size_t>(id)];
@@ -236,8 +325,7 @@ Status Simulator::Preempt(JobId id) {
   const double saved = j.checkpoint_interval > 0 ? std::floor(elapsed / j.checkpoint_interval) * j.checkpoint_interval : 0;
   r.remaining = std::max(0.0, r.remaining - saved);
   r.lost_gpu_seconds += (elapsed - saved) * JobGpus(j);
-  for (PodUid& pod : r.pods)
-    if (!pod.empty()) (void)state_.Release(pod);
+  ReleasePods(id);
   alloc_gpus_ -= JobGpus(j);
   busy_gpus_ -= JobGpus(j);
   running_.erase(id);
@@ -265,6 +353,7 @@ void Simulator::TakeSample() {
   s.allocated_gpus = alloc_gpus_;
   s.busy_gpus = busy_gpus_;
   s.queued_jobs = queued_;
+  s.mig_used_slices = mig_used_;
   const placement::FragmentationReport f = placement::ClusterFragmentation(state_, shapes_);
   s.fragmented_gpus = f.fragmented_gpus;
   s.fragmentation_ratio = f.ratio;
@@ -331,6 +420,7 @@ PolicyReport Simulator::Run() {
     if (dirty_) {
       dirty_ = false;
       policy_.Schedule(*this);
+      if (!mig_queue_.empty()) ScheduleMig();
     }
   }
   const double wall =
@@ -345,6 +435,8 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
   rep.never_fit = never_fit_count_;
   rep.never_fit_jobs = never_fit_;
   rep.total_gpus = state_.TotalGpus();
+  rep.mig_compute_slices = mig_.TotalCompute();
+  rep.mig_peak_used_slices = mig_peak_;
   const double end = last_activity_;
   rep.makespan_s = end - first_submit_;
   std::map<int, TierReport> tiers;
@@ -354,6 +446,10 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
     const Job& j = workload_.jobs[i];
     const JobRun& r = runs_[i];
     if (r.phase == JobPhase::kNeverFits) continue;
+    if (j.IsMig()) {
+      ++rep.mig_jobs;
+      if (r.phase == JobPhase::kDone) ++rep.mig_completed;
+    }
     TierReport& t = tiers[j.priority];
     t.tier = j.tier;
     t.priority = j.priority;
@@ -385,6 +481,8 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
     rep.gpu_utilisation = busy_area_ / (rep.total_gpus * rep.makespan_s);
     rep.gpu_allocation = alloc_area_ / (rep.total_gpus * rep.makespan_s);
   }
+  if (rep.makespan_s > 0 && rep.mig_compute_slices > 0)
+    rep.mig_allocation = mig_area_ / (rep.mig_compute_slices * rep.makespan_s);
   double frag_ratio = 0, frag_gpus = 0;
   int frag_n = 0;
   for (const Sample& s : timeline_) {

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <tuple>
 #include <memory>
 #include <set>
 #include <span>
@@ -22,6 +24,7 @@
 #include "core/base/status.h"
 #include "core/placement/cluster_state.h"
 #include "core/placement/fragmentation.h"
+#include "core/placement/mig_ledger.h"
 #include "sim/engine/event_queue.h"
 #include "sim/model/job.h"
 #include "sim/report/report.h"
@@ -29,6 +32,12 @@
 namespace phalanx::sim {
 
 class Policy;
+
+// Where a MIG job runs: devices (indexes into the node's MigNode::slices()).
+struct MigPlacement {
+  NodeName node;
+  std::vector<int> devices;
+};
 
 struct SimConfig {
   // Seconds between a preemption and the job re-entering the queue (the operator
@@ -63,6 +72,9 @@ struct JobRun {
 class Simulator {
  public:
   Simulator(const Workload& workload, placement::ClusterState state, Policy& policy, SimConfig config = {});
+  // With MIG devices (cluster descriptions with `mig:` layouts, snapshots).
+  Simulator(const Workload& workload, placement::ClusterState state, placement::MigLedger mig, Policy& policy,
+            SimConfig config = {});
 
   // Replays the whole workload and returns the report (policy name, metrics).
   PolicyReport Run();
@@ -70,6 +82,9 @@ class Simulator {
   // --- for policies --------------------------------------------------------------
   double now() const { return now_; }
   const placement::ClusterState& state() const { return state_; }
+  const placement::MigLedger& mig() const { return mig_; }
+  // Nodes with MIG devices, in name order (deterministic scans).
+  const std::vector<NodeName>& mig_nodes() const { return mig_nodes_; }
   const Job& job(JobId id) const { return workload_.jobs[static_cast<size_t>(id)]; }
   const JobRun& run(JobId id) const { return runs_[static_cast<size_t>(id)]; }
   // Running jobs, ascending id.
@@ -84,6 +99,9 @@ class Simulator {
   Status BindMember(JobId id, int member, const placement::MemberPlacement& placement);
   // Binds a one-GPU share (openb gpu_milli pods) and starts the job.
   Status StartShare(JobId id, const NodeName& node, int gpu);
+  // Starts a MIG job on `placement`'s devices. FailedPrecondition if the job is not a
+  // queued MIG job or a device is held.
+  Status StartMig(JobId id, const MigPlacement& placement);
   // Evicts a running job: its pods are released, the work since its last checkpoint is
   // lost, and it re-enters the queue after restart_overhead_s.
   Status Preempt(JobId id);
@@ -98,6 +116,8 @@ class Simulator {
   PodUid MemberPod(JobId id, int member) const;
 
  private:
+  void ScheduleMig();
+  void ReleasePods(JobId id);  // whole GPUs, shares or MIG devices of the current attempt  // MIG jobs: their own queue, placed by Policy::PlaceMig
   void HandleSubmit(JobId id);
   void HandleFinish(JobId id, uint32_t token);
   void HandleRestart(JobId id);
@@ -111,6 +131,11 @@ class Simulator {
 
   const Workload& workload_;
   placement::ClusterState state_;
+  placement::MigLedger mig_;
+  std::vector<NodeName> mig_nodes_;
+  // Queued MIG jobs in (priority desc, arrival) order.
+  std::set<std::tuple<int, uint64_t, JobId>> mig_queue_;
+  uint64_t mig_seq_ = 0;
   Policy& policy_;
   SimConfig config_;
   EventQueue events_;
@@ -127,6 +152,8 @@ class Simulator {
   uint64_t counted_events_ = 0;
   double alloc_gpus_ = 0, busy_gpus_ = 0;
   double alloc_area_ = 0, busy_area_ = 0;
+  int mig_used_ = 0, mig_peak_ = 0;  // compute slices held by MIG jobs
+  double mig_area_ = 0;
   double first_submit_ = 0, last_activity_ = 0;
   double idle_held_gpu_seconds_ = 0;
   int partial_gangs_ = 0;
@@ -149,6 +176,11 @@ class Policy {
   virtual void OnQueued(Simulator& sim, JobId id) = 0;
   // One scheduling pass at sim.now(), after every event of that instant was applied.
   virtual void Schedule(Simulator& sim) = 0;
+  // Where a queued MIG job would run now (nullopt: nowhere). MIG jobs never reach
+  // OnQueued/Schedule: their capacity (GPUs in MIG mode) is disjoint from whole GPUs,
+  // so the engine queues them apart (priority, then FIFO) and asks this each pass. The
+  // default places nothing (every shipped policy overrides it).
+  virtual std::optional<MigPlacement> PlaceMig(const Simulator& /*sim*/, JobId /*id*/) { return std::nullopt; }
 };
 
 }  // namespace phalanx::sim

@@ -1,6 +1,7 @@
 // A job of a simulated workload: what every trace reader produces and every policy
 // consumes. A job is a gang of `replicas` members (pods) of `gpus_per_replica` whole GPUs
-// each, or one member holding a fractional share (`milli` < 1000, openb `gpu_milli`).
+// each, or one member holding a fractional share (`milli` < 1000, openb `gpu_milli`), or
+// one member holding MIG devices of one profile (`mig_profile`).
 // Times are seconds relative to the start of the trace.
 #pragma once
 
@@ -26,12 +27,16 @@ struct Job {
   std::string queue;  // team / virtual cluster; reported, not scheduled on
   // Seconds between checkpoints; 0 = never checkpoints (a preemption loses everything).
   double checkpoint_interval = 0;
+  // MIG profile ("1g.10gb"): the job is one pod requesting `gpus_per_replica` devices of
+  // nvidia.com/mig-<profile> (replicas == 1); "" = whole GPUs or a share.
+  std::string mig_profile;
   // Capacity pool (GPU product) the job needs; nullopt = any pool.
   std::optional<std::string> pool;
   int line = 0;  // line in the trace file (for messages)
 
   int TotalGpus() const { return replicas * gpus_per_replica; }
   bool IsShare() const { return milli < 1000; }
+  bool IsMig() const { return !mig_profile.empty(); }
 };
 
 struct Workload {

@@ -117,4 +117,36 @@ int PoolFreeGpus(const ClusterState& s, const std::optional<std::string>& pool) 
   return p == placement::kNoPool ? 0 : s.pool(p).free_gpus;
 }
 
+std::vector<NodeName> MigNodesInPool(const Simulator& sim, const std::optional<std::string>& pool) {
+  std::vector<NodeName> out;
+  for (const NodeName& name : sim.mig_nodes()) {
+    if (pool) {
+      auto idx = sim.state().FindNode(name);
+      if (!idx || sim.state().node(*idx).spec.pool != *pool) continue;
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
+std::optional<MigPlacement> PlaceMigDevices(const Simulator& sim, const Job& j, NodeOrder order) {
+  std::optional<MigPlacement> best;
+  int best_free = 0;
+  for (const NodeName& name : MigNodesInPool(sim, j.pool)) {
+    const placement::MigNode& node = *sim.mig().Find(name);
+    if (node.Free(j.mig_profile) < j.gpus_per_replica) continue;
+    const int free = node.FreeCompute();
+    const bool better = !best || (order == NodeOrder::kBestFit && free < best_free) ||
+                        (order == NodeOrder::kSpread && free > best_free);
+    if (!better) continue;
+    MigPlacement p{name, {}};
+    for (size_t i = 0; i < node.slices().size() && static_cast<int>(p.devices.size()) < j.gpus_per_replica; ++i)
+      if (node.IsFree(i) && node.slices()[i].profile == j.mig_profile) p.devices.push_back(static_cast<int>(i));
+    best = std::move(p);
+    best_free = free;
+    if (order == NodeOrder::kFirstFit) break;
+  }
+  return best;
+}
+
 }  // namespace phalanx::sim

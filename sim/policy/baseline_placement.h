@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/placement/cluster_state.h"
+#include "sim/engine/simulator.h"
 #include "sim/model/job.h"
 
 namespace phalanx::sim {
@@ -31,6 +32,14 @@ struct SharePlacement {
 // spread = the most room, first fit = the first GPU.
 std::optional<SharePlacement> PlaceShare(const placement::ClusterState& state, const std::optional<std::string>& pool,
                                          int milli, NodeOrder order);
+
+// A MIG job as a topology-unaware stack places it: the node by `order` among those with
+// enough free devices of the profile (first fit = node name order, best fit = fewest
+// free MIG compute slices, spread = most), then that node's lowest free devices.
+std::optional<MigPlacement> PlaceMigDevices(const Simulator& sim, const Job& job, NodeOrder order);
+
+// Nodes with MIG devices in the job's pool (every pool for nullopt), name order.
+std::vector<NodeName> MigNodesInPool(const Simulator& sim, const std::optional<std::string>& pool);
 
 // Free GPUs in the job's pool (every pool for nullopt).
 int PoolFreeGpus(const placement::ClusterState& state, const std::optional<std::string>& pool);

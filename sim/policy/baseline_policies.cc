@@ -134,6 +134,9 @@ class FailedShapes {
 class GangFifoPolicy final : public Policy {
  public:
   std::string name() const override { return "gang-fifo"; }
+  std::optional<MigPlacement> PlaceMig(const Simulator& sim, JobId id) override {
+    return PlaceMigDevices(sim, sim.job(id), NodeOrder::kFirstFit);
+  }
   void OnQueued(Simulator&, JobId id) override { queue_.push_back(id); }
   void Schedule(Simulator& sim) override {
     while (!queue_.empty() && TryStartWhole(sim, queue_.front(), NodeOrder::kFirstFit)) queue_.pop_front();
@@ -147,6 +150,9 @@ class GangBinpackPolicy final : public Policy {
  public:
   static constexpr bool kPerPod = false;
   std::string name() const override { return "gang-binpack"; }
+  std::optional<MigPlacement> PlaceMig(const Simulator& sim, JobId id) override {
+    return PlaceMigDevices(sim, sim.job(id), NodeOrder::kBestFit);
+  }
   void OnQueued(Simulator& sim, JobId id) override { queue_.Push(sim.job(id), kPerPod); }
   void Schedule(Simulator& sim) override {
     FailedShapes failed;
@@ -167,6 +173,9 @@ class K8sDefaultPolicy final : public Policy {
  public:
   static constexpr bool kPerPod = true;
   std::string name() const override { return "k8s-default"; }
+  std::optional<MigPlacement> PlaceMig(const Simulator& sim, JobId id) override {
+    return PlaceMigDevices(sim, sim.job(id), NodeOrder::kSpread);
+  }
   void OnQueued(Simulator& sim, JobId id) override { queue_.Push(sim.job(id), kPerPod); }
   void Schedule(Simulator& sim) override {
     FailedShapes failed;

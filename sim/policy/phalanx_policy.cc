@@ -106,6 +106,23 @@ class PhalanxPolicy final : public Policy {
     return sim.StartJob(id, planned->plan->members).ok();
   }
 
+  // MIG: the core best fit (core/placement/mig.h), as the extender scores nodes: the
+  // node whose chosen devices leave its GPUs and its MIG capacity fullest; ties to the
+  // first node in name order.
+  std::optional<MigPlacement> PlaceMig(const Simulator& sim, JobId id) override {
+    const Job& j = sim.job(id);
+    const placement::MigRequest req{j.mig_profile, j.gpus_per_replica};
+    std::optional<MigPlacement> best;
+    double best_score = -1;
+    for (const NodeName& name : MigNodesInPool(sim, j.pool)) {
+      auto choice = placement::ChooseMigDevices(*sim.mig().Find(name), req);
+      if (!choice || choice->score <= best_score) continue;
+      best_score = choice->score;
+      best = MigPlacement{name, std::move(choice->devices)};
+    }
+    return best;
+  }
+
   bool TryPreempt(Simulator& sim, JobId id) {
     const Job& j = sim.job(id);
     if (j.IsShare()) return false;  // shares are never worth evicting a gang for here
@@ -113,6 +130,7 @@ class PhalanxPolicy final : public Policy {
     std::vector<JobId> victim_ids;
     for (JobId r : sim.running()) {
       const Job& v = sim.job(r);
+      if (v.IsMig()) continue;  // MIG devices are not whole GPUs: evicting them frees nothing here
       if (v.priority >= j.priority) continue;
       if (j.pool && v.pool && *v.pool != *j.pool) continue;
       placement::VictimGang g;
@@ -148,7 +166,10 @@ class PhalanxPolicy final : public Policy {
     std::vector<const admission::QueuedGang*> order = queue_.Ordered(pool);
     std::map<ShapeKey, int> failed_min_members;  // within a pass free GPUs only shrink
     int preemption_attempts = 0;
-    std::optional<int> min_running;
+    // Lowest running priority, computed lazily (a plain pair, not std::optional: g++ 12
+    // reports a false maybe-uninitialized on the optional once PlaceMig is inlined nearby).
+    int min_running = 0;
+    bool min_running_known = false;
     bool blocked = false;
     bool head_seen = false;  // the first gang in order whose hold is not spent is the head
     for (const admission::QueuedGang* entry : order) {
@@ -160,11 +181,14 @@ class PhalanxPolicy final : public Policy {
       auto failed = failed_min_members.find(shape);
       bool fitted = (failed == failed_min_members.end() || j.replicas < failed->second) && TryPlace(sim, id);
       if (!fitted && preemption_attempts < options_.preemption_attempts_per_pass) {
-        if (!min_running) min_running = MinRunningPriority(sim);
-        if (j.priority > *min_running) {
+        if (!min_running_known) {
+          min_running = MinRunningPriority(sim);
+          min_running_known = true;
+        }
+        if (j.priority > min_running) {
           ++preemption_attempts;
           fitted = TryPreempt(sim, id);
-          if (fitted) min_running.reset();
+          if (fitted) min_running_known = false;
         }
       }
       if (!fitted) {

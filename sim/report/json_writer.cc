@@ -36,7 +36,13 @@ std::string RenderJson(const SimulationReport& r, bool include_timing) {
                          {"meanTopologyRatio", p.mean_topology_ratio},
                          {"multiNodeGangsStarted", p.multi_node_gangs_started},
                          {"multiNodeGangsInOneRack", p.multi_node_gangs_in_one_rack},
-                         {"events", p.events}};
+                         {"events", p.events},
+                         {"mig",
+                          {{"jobs", p.mig_jobs},
+                           {"completed", p.mig_completed},
+                           {"computeSlices", p.mig_compute_slices},
+                           {"peakUsedSlices", p.mig_peak_used_slices},
+                           {"allocation", p.mig_allocation}}}};
     if (include_timing) {
       pj["wallSeconds"] = p.wall_seconds;
       pj["eventsPerSecond"] = p.events_per_second;
@@ -54,8 +60,10 @@ std::string RenderJson(const SimulationReport& r, bool include_timing) {
     pj["tiers"] = tiers;
     nlohmann::json tl = nlohmann::json::array();
     for (const Sample& s : p.timeline)
-      tl.push_back({s.time, s.allocated_gpus, s.busy_gpus, s.queued_jobs, s.fragmented_gpus, s.fragmentation_ratio});
-    pj["timeline"] = {{"columns", {"time", "allocatedGpus", "busyGpus", "queuedJobs", "fragmentedGpus", "fragmentationRatio"}},
+      tl.push_back({s.time, s.allocated_gpus, s.busy_gpus, s.queued_jobs, s.fragmented_gpus, s.fragmentation_ratio,
+                    s.mig_used_slices});
+    pj["timeline"] = {{"columns", {"time", "allocatedGpus", "busyGpus", "queuedJobs", "fragmentedGpus", "fragmentationRatio",
+                                   "migUsedSlices"}},
                       {"rows", tl}};
     nlohmann::json nf = nlohmann::json::array();
     for (const NeverFit& n : p.never_fit_jobs) nf.push_back({{"job", n.job}, {"line", n.line}, {"reason", n.reason}});

@@ -31,6 +31,7 @@ struct Sample {
   double allocated_gpus = 0;  // held by pods (running or waiting for siblings)
   double busy_gpus = 0;       // held by running jobs
   int queued_jobs = 0;
+  int mig_used_slices = 0;  // MIG compute slices held
   double fragmented_gpus = 0;  // FGD, over the workload's task shapes
   double fragmentation_ratio = 0;
 };
@@ -63,6 +64,13 @@ struct PolicyReport {
   double mean_topology_ratio = 1;
   int multi_node_gangs_started = 0;
   int multi_node_gangs_in_one_rack = 0;
+  // MIG: jobs requesting nvidia.com/mig-<profile> (the rest of the report counts whole
+  // GPUs only; GPUs in MIG mode are not in total_gpus).
+  int mig_jobs = 0;
+  int mig_completed = 0;
+  int mig_compute_slices = 0;     // in the cluster
+  int mig_peak_used_slices = 0;
+  double mig_allocation = 0;      // held slice-time / (slices x makespan)
   // Simulator throughput (wall-clock dependent; excluded from determinism checks).
   uint64_t events = 0;
   double wall_seconds = 0;

@@ -52,6 +52,15 @@ std::string RenderTable(const SimulationReport& r) {
   row("multi-node gang starts in one rack", [](const PolicyReport& p) {
     return fmt::format("{}/{}", p.multi_node_gangs_in_one_rack, p.multi_node_gangs_started);
   });
+  const bool mig = std::any_of(r.policies.begin(), r.policies.end(),
+                               [](const PolicyReport& p) { return p.mig_compute_slices > 0 || p.mig_jobs > 0; });
+  if (mig) {
+    row("MIG jobs completed", [](const PolicyReport& p) { return fmt::format("{}/{}", p.mig_completed, p.mig_jobs); });
+    row("MIG slice allocation", [](const PolicyReport& p) { return fmt::format("{:.1f}%", 100 * p.mig_allocation); });
+    row("MIG slices in use at peak", [](const PolicyReport& p) {
+      return fmt::format("{}/{}", p.mig_peak_used_slices, p.mig_compute_slices);
+    });
+  }
   // Per tier, highest first, over the tiers any policy saw.
   std::vector<std::pair<int, std::string>> tiers;
   for (const auto& p : r.policies)

@@ -1,6 +1,7 @@
 // The Phalanx CSV format (docs/simulator.md): one job per row, columns by header name.
 #include <fmt/format.h>
 
+#include "core/placement/mig.h"
 #include "sim/model/tiers.h"
 #include "sim/trace/csv_table.h"
 #include "sim/trace/readers.h"
@@ -19,6 +20,7 @@ Result<Workload> ReadPhalanxCsv(const std::string& path, const ReaderOptions& op
   const auto c_name = t.Column("name");
   const auto c_milli = t.Column("gpu_milli");
   const auto c_pool = t.Column("pool");
+  const auto c_mig = t.Column("mig_profile");
   Workload w;
   w.source = path;
   w.format = "phalanx";
@@ -60,6 +62,13 @@ Result<Workload> ReadPhalanxCsv(const std::string& path, const ReaderOptions& op
       j.milli = static_cast<int>(milli);
     }
     if (c_pool && !t.Field(*c_pool).empty()) j.pool = std::string(t.Field(*c_pool));
+    if (c_mig && !t.Field(*c_mig).empty()) {
+      j.mig_profile = std::string(t.Field(*c_mig));
+      if (!placement::MigComputeSlices(j.mig_profile))
+        return t.Error(*c_mig, fmt::format("\"{}\" is not a MIG profile (like 1g.10gb or 3g.40gb)", j.mig_profile));
+      if (j.replicas != 1) return t.Error(*c_mig, "a MIG job is one pod: needs replicas=1 (gpus_per_replica = MIG devices)");
+      if (j.IsShare()) return t.Error(*c_mig, "a MIG job cannot also be a GPU share (gpu_milli)");
+    }
     w.jobs.push_back(std::move(j));
     if (options.max_jobs > 0 && static_cast<int64_t>(w.jobs.size()) >= options.max_jobs) break;
   }

@@ -18,7 +18,8 @@ struct ReaderOptions {
 };
 
 // Phalanx CSV: submit_time,duration,replicas,gpus_per_replica[,tier][,queue]
-// [,checkpoint_interval][,name][,gpu_milli][,pool] (header row required; any order).
+// [,checkpoint_interval][,name][,gpu_milli][,pool][,mig_profile] (header row required;
+// any order).
 Result<Workload> ReadPhalanxCsv(const std::string& path, const ReaderOptions& options = {});
 
 // Philly as preprocessed by Pollux: timestamp,duration,num_gpus,gpu_time,cluster.

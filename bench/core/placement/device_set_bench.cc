@@ -34,10 +34,26 @@ void BM_ChooseDeviceSet(benchmark::State& state, BandwidthMatrix bw) {
   }
 }
 
+// Every GPU free: the worst case for the exhaustive search, whose subset count peaks
+// when k is far from both 0 and n (k of 16 for every k).
+void BM_ChooseDeviceSetAllFree(benchmark::State& state, BandwidthMatrix bw) {
+  const int n = bw.size();
+  const int k = static_cast<int>(state.range(0));
+  const GpuMask available = n == 64 ? ~GpuMask{0} : (GpuMask{1} << n) - 1;
+  for (auto _ : state) {
+    auto c = ChooseDeviceSet(bw, {.count = k, .available = available});
+    benchmark::DoNotOptimize(c);
+  }
+}
+
 BENCHMARK_CAPTURE(BM_ChooseDeviceSet, nvswitch8, Planes(8, 8))->Arg(1)->Arg(4)->Arg(8);
 BENCHMARK_CAPTURE(BM_ChooseDeviceSet, pcie8, PcieHierarchy(8))->Arg(2)->Arg(4)->Arg(6);
 BENCHMARK_CAPTURE(BM_ChooseDeviceSet, planes16, Planes(16, 8))->Arg(4)->Arg(8);
 BENCHMARK_CAPTURE(BM_ChooseDeviceSet, pcie16, PcieHierarchy(16))->Arg(4)->Arg(8);
+
+BENCHMARK_CAPTURE(BM_ChooseDeviceSetAllFree, nvswitch16, Planes(16, 16))->DenseRange(1, 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ChooseDeviceSetAllFree, planes16, Planes(16, 8))->DenseRange(1, 16)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ChooseDeviceSetAllFree, pcie16, PcieHierarchy(16))->DenseRange(1, 16)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace phalanx::placement
