@@ -23,6 +23,7 @@
 #include "core/base/clock.h"
 #include "core/base/shutdown_signal.h"
 #include "core/base/version.h"
+#include "core/kube/api_error.h"
 #include "core/kube/client.h"
 #include "core/kube/config.h"
 #include "core/kube/leader_election.h"
@@ -212,7 +213,15 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
     if (auto g = (*family)->WithLabels({}); g.ok()) (*g)->SetCallback([&] { return leadership.IsLeader() ? 1.0 : 0.0; });
   }
 
-  extender::ClusterSync sync(**client, ext, logger);
+  extender::ClusterSyncOptions sync_options;
+  if (auto probe = (*client)->List(kube::resources::kPriorityClasses, "", {.limit = 1});
+      !probe.ok() && kube::IsForbidden(probe.status())) {
+    // Pods carry spec.priority wherever the Priority admission plugin runs (always, in practice).
+    PHX_LOG_WARN(logger, "Not allowed to list PriorityClasses; using each pod's spec.priority only",
+                 kv("err", probe.status().message()));
+    sync_options.watch_priority_classes = false;
+  }
+  extender::ClusterSync sync(**client, ext, logger, sync_options);
   sync.Start();
   std::unique_ptr<kube::LeaderElector> elector;
   if (flags.leader_elect) {

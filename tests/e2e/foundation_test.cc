@@ -114,6 +114,51 @@ TEST(E2eFoundation, KubeletDriverAllocatesThroughTheDevicePlugin) {
   }));
 }
 
+TEST(E2eFoundation, KubeletRestartAndXidMakeTheGpuUnhealthyEverywhere) {
+  auto cluster = StartCluster({.nodes = {{"node-a"}}, .start_operator = false, .start_extender = false});
+  ASSERT_TRUE(cluster);
+  auto& kubelet = cluster->kubelet("node-a");
+  ASSERT_EQ(kubelet.generation(), 0);
+  // kubelet restarts: the device-plugins directory is wiped; the plugin must register again.
+  ASSERT_TRUE(cluster->RestartKubelet("node-a").ok());
+  ASSERT_TRUE(PollUntil([&] { return kubelet.Plugin("nvidia.com/gpu") != nullptr; }))
+      << cluster->Diagnostics();
+  auto* plugin = kubelet.Plugin("nvidia.com/gpu");
+  ASSERT_TRUE(plugin->WaitForDevices([](const auto& d) { return d.size() == 8; }, kHangDeadline));
+
+  // XID 79 (GPU fell off the bus) on GPU 3.
+  const std::string bad = cluster->gpu_uuids("node-a")[3];
+  ASSERT_TRUE(cluster->InjectNvmlEvent("node-a", R"({"gpu": ")" + bad + R"(", "type": "xid", "xid": 79})").ok());
+  ASSERT_TRUE(plugin->WaitForDevices(
+      [&](const auto& devices) {
+        for (const auto& d : devices) {
+          if (d.id() == bad) return d.health() == "Unhealthy";
+        }
+        return false;
+      },
+      kHangDeadline))
+      << cluster->Diagnostics();
+  // Published on the Node, and kubelet's allocatable drops to the healthy count.
+  Json state;
+  ASSERT_TRUE(PollUntil([&] {
+    auto parsed = json::Parse(Annotation(GetOrNull(cluster->client(), kNodes, "", "node-a"), "phalanx.io/gpu-state"));
+    if (!parsed.ok()) return false;
+    state = *parsed;
+    return state["devices"].contains(bad) && state["devices"][bad]["health"] == "Unhealthy";
+  })) << state.dump();
+  EXPECT_EQ(state["devices"][bad].value("xid", 0), 79) << state.dump();
+  ASSERT_TRUE(PollUntil([&] { return NodeAllocatableGpus(GetOrNull(cluster->client(), kNodes, "", "node-a")) == 7; }));
+  // A new 8-GPU pod cannot be admitted on 7 healthy GPUs; kubelet fails it.
+  ASSERT_TRUE(cluster->client().Create(kPods, "ml", GpuPod("big", 8, "")).ok());
+  ASSERT_TRUE(cluster->client().Bind("ml", "big", "node-a").ok());
+  Json big;
+  ASSERT_TRUE(PollUntil([&] {
+    big = GetOrNull(cluster->client(), kPods, "ml", "big");
+    return Phase(big) == "Failed";
+  })) << big.dump();
+  EXPECT_EQ(big["status"].value("reason", ""), "UnexpectedAdmissionError");
+}
+
 TEST(E2eFoundation, OperatorCreatesAGatedGang) {
   auto cluster = StartCluster({.nodes = {{"node-a"}}, .start_operator = true, .start_extender = false});
   ASSERT_TRUE(cluster);

@@ -138,6 +138,13 @@ void SchedulerDriver::TrySchedule(const Json& pod, const Json& nodes, const Json
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [u, a] : assumed_) used[a.node] += a.gpus;
   }
+  // Nominated pods (preemptors waiting for their victims to go) of at least this pod's priority
+  // keep their GPUs on the nominated node, as kube-scheduler's filters with nominated pods do.
+  for (const auto& p : pods["items"]) {
+    if (Uid(p) == uid || !NodeName(p).empty() || Terminating(p) || Finished(p)) continue;
+    const std::string nominated = p.contains("status") ? p["status"].value("nominatedNodeName", std::string()) : "";
+    if (!nominated.empty() && Priority(p) >= Priority(pod)) used[nominated] += PodGpus(p);
+  }
   Json names = Json::array();
   for (const auto& n : nodes["items"]) {
     if (Terminating(n)) continue;

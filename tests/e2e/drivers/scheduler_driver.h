@@ -5,7 +5,8 @@
 //  - skips pods with scheduling gates, bound pods and terminating pods; highest priority first,
 //    then oldest;
 //  - "in-tree" fit: the pod's nvidia.com/gpu against node allocatable minus the pods bound to
-//    the node (terminating ones included) and the pods it assumed (binds in flight);
+//    the node (terminating ones included), the pods it assumed (binds in flight) and the pods
+//    of at least its priority nominated to the node (preemptors waiting for their victims);
 //  - POST <prefix>/filter {Pod, Nodes:null, NodeNames} -> prioritize (only when >= 2 nodes
 //    pass) -> assume the pod on the best node and POST <prefix>/bind {PodName, PodNamespace,
 //    PodUID, Node} on its own thread (the extender may hold it: the gang barrier), so other pods
