@@ -26,7 +26,8 @@ struct PodRef {
 class ClusterWriter {
  public:
   virtual ~ClusterWriter() = default;
-  // Merge-patches metadata.annotations["phalanx.io/devices"] (the gang commit point).
+  // Merge-patches metadata.annotations["phalanx.io/devices"] (the gang commit point);
+  // an empty `devices_json` removes the annotation (a gang that missed its commit point).
   virtual Status PatchPodDevices(const PodRef& pod, const std::string& devices_json) = 0;
   // POST pods/<name>/binding.
   virtual Status BindPod(const PodRef& pod, const std::string& node) = 0;

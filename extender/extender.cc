@@ -21,6 +21,13 @@ constexpr size_t kMaxRememberedPods = 50000;
 
 PodRef RefOf(const PodInfo& p) { return {p.ns, p.name, p.uid.str()}; }
 
+// A gang member past the commit point (devices annotated, charged on its node) whose
+// Binding has not happened: the extender owes it a Binding, never a new plan.
+bool IsCommittedUnbound(const PodRecord& rec) {
+  return rec.info.IsGangMember() && rec.info.devices && !rec.info.devices->empty() && rec.holding != Holding::kNone &&
+         !rec.node.empty();
+}
+
 placement::PodRequest RequestOf(const PodInfo& p) {
   placement::PodRequest r;
   r.gpus = std::max(1, p.gpus);
@@ -59,6 +66,18 @@ void Extender::OnNodeDeleted(const NodeName& node) {
 
 void Extender::OnPod(const PodInfo& pod) {
   std::unique_lock lock(mu_);
+  // spec.nodeName is never unset. An informer event written before our own Binding landed
+  // (the gate lift, the devices patch) must not drop the GPUs charged for that bind.
+  if (pod.node_name.empty() && !pod.deleting && !pod.Terminal()) {
+    const PodRecord* rec = ledger_.FindPod(pod.uid);
+    if (rec && rec->holding != Holding::kNone && !rec->info.node_name.empty()) {
+      PodInfo merged = pod;
+      merged.node_name = rec->info.node_name;
+      if (!merged.devices) merged.devices = rec->info.devices;
+      ledger_.UpsertPod(merged, clock_.Now());
+      return;
+    }
+  }
   ledger_.UpsertPod(pod, clock_.Now());
 }
 
@@ -72,8 +91,14 @@ void Extender::OnTrainingJob(const TrainingJobInfo& job) {
   ledger_.UpsertTrainingJob(job);
 }
 
+void Extender::OnTrainingJobDeleted(const std::string& ns_name) {
+  std::unique_lock lock(mu_);
+  ledger_.RemoveTrainingJob(ns_name);
+}
+
 void Extender::RecoverCommitted() {
-  if (!leadership_.IsLeader()) return;
+  // The caller decides when: at start in embedded mode, when this replica becomes the
+  // active one in API-server mode (before it admits anything).
   std::unique_lock lock(mu_);
   // device UUID -> node, built once for the recovery pass.
   std::unordered_map<std::string, NodeName> node_of;
@@ -248,6 +273,19 @@ FilterResult Extender::FilterGang(const FilterArgs& args) {
     return r;
   };
   if (!g) return fail_all(fmt::format("pod {} is not a live member of gang {}", pod.Key(), key.str()), false);
+  if (const PodRecord* rec = ledger_.FindPod(pod.uid); rec && IsCommittedUnbound(*rec)) {
+    // Committed (devices annotated) but its Binding failed: only its node, whatever the plan.
+    const std::string why = fmt::format("gang {}: pod {} is committed to node {}", key.str(), pod.Key(), rec->node.str());
+    for (size_t i = 0; i < args.node_names.size(); ++i) {
+      if (args.node_names[i] == rec->node.str()) {
+        r.passed.push_back(args.node_names[i]);
+        if (args.full_nodes && i < args.raw_nodes.size()) r.passed_raw.push_back(args.raw_nodes[i]);
+      } else {
+        r.unresolvable.emplace_back(args.node_names[i], why);
+      }
+    }
+    return r;
+  }
   if (!g->plan) {
     if (!leadership_.IsLeader()) {
       return fail_all(fmt::format("gang {} is not admitted yet; the active extender (Lease phalanx-extender) plans it",
@@ -335,6 +373,12 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
       std::lock_guard slock(summaries_mu_);
       if (auto it = seen_pods_.find(PodUid(args.pod_uid)); it != seen_pods_.end()) seen = it->second;
     }
+    // A bind to a node the ledger does not know fails before the pod is recorded, so bad
+    // input leaves the ledger unchanged.
+    if (seen && seen->gpus > 0 && !ledger_.state().FindNode(NodeName(args.node))) {
+      done(fmt::format("node {} is not in the extender's ledger", args.node));
+      return;
+    }
     if (seen) {
       ledger_.UpsertPod(*seen, now);
       rec = ledger_.FindPod(seen->uid);
@@ -413,6 +457,16 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
     });
     return;
   }
+  if (IsCommittedUnbound(*rec) && rec->node == node) {
+    // Past the commit point already (an earlier Binding failed): just bind it.
+    lock.unlock();
+    io_.Submit([this, ref, node = args.node, done = std::move(done)] {
+      Status st = writer_.BindPod(ref, node);
+      if (!st.ok()) stats_.write_errors++;
+      done(st.ok() ? "" : fmt::format("binding {} to {}: {}", ref.Key(), node, st.message()));
+    });
+    return;
+  }
   // Gang member: the permit barrier.
   const GangKey key = pod.Gang();
   GangRecord* g = ledger_.MutableGang(key);
@@ -477,19 +531,46 @@ void Extender::ReleaseBarrier(const GangKey& key) {
     ledger_.DropPlan(key);
     stats_.gangs_bound++;
   }
-  io_.Submit([this, jobs] {
-    // Commit point first: every member's devices, then every Binding.
+  io_.Submit([this, key, jobs] {
+    // Commit point first: every member's devices, then every Binding. Without every
+    // member's devices nobody is bound: the annotations that did land are removed, the
+    // ledger forgets the members' GPUs and the plan is dropped (the scheduler retries).
+    Status failed = OkStatus();
+    size_t patched = 0;
+    for (; patched < jobs->size() && failed.ok(); ++patched) {
+      const Job& j = (*jobs)[patched];
+      if (!j.devices.empty()) failed = writer_.PatchPodDevices(j.ref, EncodeDeviceAssignment(j.devices));
+    }
+    if (!failed.ok()) {
+      stats_.write_errors++;
+      for (size_t i = 0; i + 1 < patched; ++i) {
+        if (!(*jobs)[i].devices.empty() && !writer_.PatchPodDevices((*jobs)[i].ref, "").ok()) stats_.write_errors++;
+      }
+      const std::string why = fmt::format("gang {}: the commit point was not reached ({}); no member was bound and "
+                                          "the plan was dropped",
+                                          key.str(), failed.message());
+      {
+        std::unique_lock l(mu_);
+        for (const Job& j : *jobs) {
+          PodInfo undone = j.pod;
+          undone.node_name.clear();
+          undone.devices.reset();
+          undone.gated = false;
+          ledger_.UpsertPod(undone, clock_.Now());
+        }
+        ledger_.DropPlan(key);
+        if (GangRecord* g = ledger_.MutableGang(key)) g->last_no_fit = why;
+      }
+      for (Job& j : *jobs) j.done(why);
+      return;
+    }
     std::vector<Status> results;
-    for (Job& j : *jobs) {
-      results.push_back(j.devices.empty() ? OkStatus() : writer_.PatchPodDevices(j.ref, EncodeDeviceAssignment(j.devices)));
-    }
-    for (size_t i = 0; i < jobs->size(); ++i) {
-      if (results[i].ok()) results[i] = writer_.BindPod((*jobs)[i].ref, (*jobs)[i].node);
-    }
+    for (const Job& j : *jobs) results.push_back(writer_.BindPod(j.ref, j.node));
     {
       std::unique_lock l(mu_);
       for (size_t i = 0; i < jobs->size(); ++i) {
-        if (!results[i].ok()) continue;
+        // Committed either way: a member whose Binding failed keeps its GPUs and is bound
+        // on the scheduler's retry (filter pins it, bind completes it).
         PodInfo updated = (*jobs)[i].pod;
         updated.node_name = (*jobs)[i].node;
         if (!(*jobs)[i].devices.empty()) updated.devices = (*jobs)[i].devices;

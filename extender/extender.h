@@ -88,9 +88,11 @@ class Extender {
   void OnPod(const PodInfo& pod);
   void OnPodDeleted(const PodUid& uid);
   void OnTrainingJob(const TrainingJobInfo& job);
+  void OnTrainingJobDeleted(const std::string& ns_name);
   // After the initial list (informers synced or snapshot loaded): completes the binding
   // of committed gang members (devices annotated but unbound), as a restarted extender
-  // must; uncommitted plans never survive a restart (they live only in memory).
+  // must; uncommitted plans never survive a restart (they live only in memory). Only the
+  // active extender calls it (when it becomes active, before it admits anything).
   void RecoverCommitted();
 
   // --- verbs -------------------------------------------------------------------------

@@ -1,16 +1,33 @@
 // phalanx-extender: the scheduler extender beside kube-scheduler (DESIGN §1, §2.5, §3).
-// Flags are validated before anything starts; see docs/extender.md.
+// Two modes (docs/extender.md):
+//   API-server mode (default): informers feed the ledger, writes go to the API server, the
+//     Lease `phalanx-extender` picks the one active replica.
+//   Embedded mode (--cluster-snapshot F): the ledger comes from a file, writes are recorded.
+// Flags are validated before anything starts. The only place real clients, servers and the
+// RealClock are constructed.
+#include <malloc.h>
+#include <unistd.h>
+
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include <CLI/CLI.hpp>
 
 #include "core/base/clock.h"
-#include "core/base/version.h"
 #include "core/base/shutdown_signal.h"
+#include "core/base/version.h"
+#include "core/kube/api_error.h"
+#include "core/kube/client.h"
+#include "core/kube/config.h"
+#include "core/kube/leader_election.h"
+#include "core/kube/malloc_tuning.h"
 #include "core/log/log.h"
 #include "core/log/log_options.h"
 #include "core/log/logger_factory.h"
@@ -18,65 +35,107 @@
 #include "core/metrics/registry.h"
 #include "extender/config.h"
 #include "extender/extender.h"
+#include "extender/kube_cluster_writer.h"
+#include "extender/kube_leadership.h"
+#include "extender/kube_sync.h"
 #include "extender/server.h"
 #include "extender/snapshot.h"
 
 namespace {
 
+using namespace phalanx;
+
+constexpr int kExitBadConfig = 2;
+constexpr int kExitRuntime = 1;
+constexpr auto kTickPeriod = std::chrono::milliseconds(100);
+constexpr auto kShutdownGrace = std::chrono::seconds(20);
+
 int Fail(const std::string& message) {
   std::fprintf(stderr, "phalanx-extender: %s\n", message.c_str());
-  return 2;
+  return kExitBadConfig;
 }
 
-}  // namespace
+std::string Env(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::move(fallback);
+}
 
-int main(int argc, char** argv) {
-  using namespace phalanx;
-  ShutdownSignal shutdown;  // first: before any thread exists
+// "15s", "500ms", "1m", "2.5s" or plain seconds ("15"), as kube-scheduler's --leader-elect-* flags.
+Result<Duration> ParseDuration(std::string_view text) {
+  double scale = 1.0;
+  std::string_view number = text;
+  if (number.ends_with("ms")) {
+    scale = 1e-3;
+    number.remove_suffix(2);
+  } else if (number.ends_with("s")) {
+    number.remove_suffix(1);
+  } else if (number.ends_with("m")) {
+    scale = 60;
+    number.remove_suffix(1);
+  }
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (number.empty() || ec != std::errc() || ptr != number.data() + number.size() || value <= 0) {
+    return InvalidArgumentError(fmt::format("\"{}\" is not a positive duration (e.g. 15s, 500ms)", text));
+  }
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(value * scale));
+}
 
-  CLI::App app{"phalanx-extender: topology-aware, gang-atomic, tier-preempting kube-scheduler extender"};
+std::string Identity() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device rd;
+  return fmt::format("{}_{:08x}", Env("POD_NAME", host), rd());
+}
+
+// Calls `tick` every kTickPeriod on its own thread until stopped.
+class Ticker {
+ public:
+  explicit Ticker(std::function<void()> tick)
+      : thread_([this, tick = std::move(tick)] {
+          std::unique_lock lock(mu_);
+          while (!cv_.wait_for(lock, kTickPeriod, [&] { return stop_; })) {
+            lock.unlock();
+            tick();
+            lock.lock();
+          }
+        }) {}
+  ~Ticker() { Stop(); }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+struct Flags {
   std::string listen = "127.0.0.1:8888";
   std::string metrics_addr = ":8080";
   std::string kubeconfig, config_file, snapshot_file;
+  size_t max_request_bytes = extender::ServerAddresses{}.max_body_bytes;
+  int read_timeout_seconds = static_cast<int>(extender::ServerAddresses{}.read_timeout.count());
   double qps = 50;
   int burst = 100;
+  bool leader_elect = true;
+  std::string lease_name = "phalanx-extender";
+  std::string lease_namespace = Env("POD_NAMESPACE", "phalanx-system");
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
+  bool standby_ready = false;
   log::LogOptions log_options;
-  app.add_option("--listen", listen, "Address for the extender verbs (the scheduler's sidecar address)")
-      ->capture_default_str();
-  app.add_option("--metrics-addr", metrics_addr, "Address for /metrics, /healthz, /readyz and /debug/*")
-      ->capture_default_str();
-  app.add_option("--kubeconfig", kubeconfig, "Kubeconfig for the API server (default: in-cluster)");
-  app.add_option("--config", config_file, "Extender configuration (YAML; docs/extender.md)");
-  app.add_option("--cluster-snapshot", snapshot_file,
-                 "Embedded mode: load nodes and pods from `kubectl get nodes,pods -A -o json` output instead of "
-                 "watching an API server");
-  app.add_option("--kube-api-qps", qps, "API client requests per second")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--kube-api-burst", burst, "API client burst")->capture_default_str()->check(CLI::PositiveNumber);
-  log::AddLogFlags(app, log_options);
-  CLI11_PARSE(app, argc, argv);
+};
 
-  if (Status st = log::InitLogging(log_options); !st.ok()) return Fail(std::string(st.message()));
-  auto logger = log::MakeLogger("extender");
-
-  extender::ExtenderConfig config = extender::DefaultConfig();
-  if (!config_file.empty()) {
-    auto loaded = extender::LoadConfigFile(config_file);
-    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
-    config = std::move(*loaded);
-  }
-  extender::ServerAddresses addresses;
-  if (Status st = extender::ParseHostPort(listen, &addresses.listen_host, &addresses.listen_port); !st.ok()) {
-    return Fail("--listen " + std::string(st.message()));
-  }
-  if (Status st = extender::ParseHostPort(metrics_addr, &addresses.metrics_host, &addresses.metrics_port); !st.ok()) {
-    return Fail("--metrics-addr " + std::string(st.message()));
-  }
-  if (snapshot_file.empty()) {
-    // The API-server mode needs the Kubernetes client (core/kube); until it is wired in,
-    // refuse clearly rather than run with an empty ledger.
-    return Fail("watching an API server is not wired in yet; run in embedded mode with --cluster-snapshot FILE");
-  }
-  auto snapshot = extender::LoadSnapshotFile(snapshot_file);
+int RunEmbedded(ShutdownSignal& shutdown, const Flags& flags, const extender::ExtenderConfig& config,
+                const extender::ServerAddresses& addresses, const std::shared_ptr<spdlog::logger>& logger) {
+  auto snapshot = extender::LoadSnapshotFile(flags.snapshot_file);
   if (!snapshot.ok()) return Fail(std::string(snapshot.status().message()));
 
   metrics::Registry registry;
@@ -92,8 +151,12 @@ int main(int argc, char** argv) {
   for (const auto& pod : snapshot->pods) ext.OnPod(pod);
   for (const auto& job : snapshot->training_jobs) ext.OnTrainingJob(job);
   ext.RecoverCommitted();
-  PHX_LOG_INFO(logger, "Loaded cluster snapshot", kv("file", snapshot_file), kv("nodes", snapshot->nodes.size()),
+  PHX_LOG_INFO(logger, "Loaded cluster snapshot", kv("file", flags.snapshot_file), kv("nodes", snapshot->nodes.size()),
                kv("pods", snapshot->pods.size()), kv("trainingJobs", snapshot->training_jobs.size()));
+  // The ledger has its own copy: give the parsed file back to the OS (a 100,000-pod snapshot
+  // is ~50 MB of text and objects; RSS budget DESIGN §6).
+  snapshot = extender::Snapshot{};
+  ::malloc_trim(0);
 
   extender::ExtenderServer server(ext, registry, addresses);
   if (Status st = server.Start(); !st.ok()) return Fail("starting HTTP servers: " + std::string(st.message()));
@@ -101,28 +164,198 @@ int main(int argc, char** argv) {
   PHX_LOG_INFO(logger, "Serving", kv("listen", fmt::format("{}:{}", addresses.listen_host, server.port())),
                kv("metrics", fmt::format("{}:{}", addresses.metrics_host, server.metrics_port())));
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;
-  std::thread ticker([&] {
-    std::unique_lock lock(mu);
-    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop; })) {
-      lock.unlock();
-      ext.Tick();
-      lock.lock();
-    }
-  });
+  Ticker ticker([&] { ext.Tick(); });
   shutdown.OnShutdown([&] {
     server.SetReady(false);
     server.Shutdown();
-    {
-      std::lock_guard lock(mu);
-      stop = true;
-    }
-    cv.notify_all();
+    ticker.Stop();
   });
   shutdown.Wait();
-  ticker.join();
   PHX_LOG_INFO(logger, "Stopped");
   return 0;
+}
+
+int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::ExtenderConfig& config,
+                 const extender::ServerAddresses& addresses, const std::shared_ptr<spdlog::logger>& logger) {
+  kube::LeaderElectionConfig lec;
+  lec.lease_namespace = flags.lease_namespace;
+  lec.lease_name = flags.lease_name;
+  lec.identity = Identity();
+  for (auto [flag, text, out] : {std::tuple{"--leader-elect-lease-duration", &flags.lease_duration, &lec.lease_duration},
+                                 std::tuple{"--leader-elect-renew-deadline", &flags.renew_deadline, &lec.renew_deadline},
+                                 std::tuple{"--leader-elect-retry-period", &flags.retry_period, &lec.retry_period}}) {
+    auto d = ParseDuration(*text);
+    if (!d.ok()) return Fail(fmt::format("{} {}", flag, d.status().message()));
+    *out = *d;
+  }
+  if (flags.leader_elect) {
+    if (Status st = kube::ValidateLeaderElectionConfig(lec); !st.ok()) return Fail(std::string(st.message()));
+  }
+  auto kube_config = kube::ResolveConfig(flags.kubeconfig);
+  if (!kube_config.ok()) return Fail(std::string(kube_config.status().message()));
+  kube::ClientOptions client_options;
+  client_options.qps = flags.qps;
+  client_options.burst = flags.burst;
+  client_options.user_agent = fmt::format("phalanx-extender/{}", kVersion);
+  auto client = kube::KubeClient::Create(*kube_config, client_options);
+  if (!client.ok()) return Fail(std::string(client.status().message()));
+
+  metrics::Registry registry;
+  (void)metrics::RegisterBuildInfo(registry, kVersion, kGitCommit);
+  extender::KubeClusterWriter writer(**client, &registry, logger);
+  extender::ElectorLeadership leadership;
+  extender::Extender ext(config, RealClock::Instance(), writer, leadership);
+  extender::ExtenderServer server(ext, registry, addresses);
+  if (Status st = server.Start(); !st.ok()) return Fail("starting HTTP servers: " + std::string(st.message()));
+  if (auto family = registry.AddGauge("phalanx_extender_leader",
+                                      "1 while this replica is the active extender (holds the Lease and is synced).");
+      family.ok()) {
+    if (auto g = (*family)->WithLabels({}); g.ok()) (*g)->SetCallback([&] { return leadership.IsLeader() ? 1.0 : 0.0; });
+  }
+
+  extender::ClusterSyncOptions sync_options;
+  if (auto probe = (*client)->List(kube::resources::kPriorityClasses, "", {.limit = 1});
+      !probe.ok() && kube::IsForbidden(probe.status())) {
+    // Pods carry spec.priority wherever the Priority admission plugin runs (always, in practice).
+    PHX_LOG_WARN(logger, "Not allowed to list PriorityClasses; using each pod's spec.priority only",
+                 kv("err", probe.status().message()));
+    sync_options.watch_priority_classes = false;
+  }
+  extender::ClusterSync sync(**client, ext, logger, sync_options);
+  sync.Start();
+  std::unique_ptr<kube::LeaderElector> elector;
+  if (flags.leader_elect) {
+    elector = std::make_unique<kube::LeaderElector>(
+        **client, lec,
+        kube::LeaderCallbacks{
+            [&] { PHX_LOG_INFO(logger, "Acquired the Lease", kv("lease", lec.lease_namespace + "/" + lec.lease_name),
+                               kv("identity", lec.identity)); },
+            nullptr,
+            [&](const std::string& holder) { PHX_LOG_INFO(logger, "Lease held by another replica", kv("holder", holder)); }});
+    leadership.Attach(elector.get());
+  }
+  PHX_LOG_INFO(logger, "Serving", kv("version", kVersion),
+               kv("listen", fmt::format("{}:{}", addresses.listen_host, server.port())),
+               kv("metrics", fmt::format("{}:{}", addresses.metrics_host, server.metrics_port())),
+               kv("leaderElect", flags.leader_elect), kv("identity", lec.identity));
+
+  // Becomes active once synced and holding the Lease: committed gangs are completed first,
+  // then admission and binds start. /readyz follows (a standby is ready only with --standby-ready).
+  bool synced_logged = false;
+  Ticker ticker([&] {
+    const bool synced = sync.Synced();
+    if (synced && !synced_logged) {
+      synced_logged = true;
+      PHX_LOG_INFO(logger, "Informers synced");
+    }
+    if (synced && !leadership.active() && leadership.HoldsLease()) {
+      ext.RecoverCommitted();
+      leadership.SetActive(true);
+      PHX_LOG_INFO(logger, "Active extender: admitting gangs and binding");
+    }
+    server.SetReady(synced && (leadership.IsLeader() || flags.standby_ready));
+    if (synced) ext.Tick();
+  });
+
+  std::thread election;
+  if (elector) {
+    election = std::thread([&] {
+      Status st = elector->Run();
+      if (!st.ok() && !shutdown.shutdown_started()) {
+        // Work done without the Lease is unsafe, and a graceful stop may wait on the very API
+        // server we lost: exit at once (held binds fail; the scheduler retries them with the
+        // new leader) and let Kubernetes restart us as a standby.
+        PHX_LOG_ERROR(logger, "Lost the Lease; exiting", kv("err", st.message()));
+        spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->flush(); });
+        std::fflush(nullptr);
+        std::_Exit(kExitRuntime);
+      }
+    });
+  }
+  shutdown.OnShutdown([&] {
+    // Stopping informers waits for their requests: bound it when the API server is away.
+    std::thread([] {
+      std::this_thread::sleep_for(kShutdownGrace);
+      std::fputs("phalanx-extender: graceful shutdown took too long; exiting\n", stderr);
+      std::_Exit(kExitRuntime);
+    }).detach();
+    server.SetReady(false);
+    ticker.Stop();
+    if (elector) elector->Stop();  // releases the Lease so a standby takes over at once
+    server.Shutdown();
+    sync.Stop();
+  });
+  shutdown.Wait();
+  if (election.joinable()) election.join();
+  ext.DrainForTest();  // queued API writes finish before the client goes away
+  PHX_LOG_INFO(logger, "Stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ShutdownSignal shutdown;  // first: before any thread exists
+  kube::TuneMallocForLargeResponses();
+
+  CLI::App app{"phalanx-extender: topology-aware, gang-atomic, tier-preempting kube-scheduler extender"};
+  Flags f;
+  app.add_option("--listen", f.listen, "Address for the extender verbs (the scheduler's sidecar address)")
+      ->capture_default_str();
+  app.add_option("--metrics-addr", f.metrics_addr, "Address for /metrics, /healthz, /readyz and /debug/*")
+      ->capture_default_str();
+  app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  app.add_option("--config", f.config_file, "Extender configuration (YAML; docs/extender.md)");
+  app.add_option("--cluster-snapshot", f.snapshot_file,
+                 "Embedded mode: load nodes and pods from `kubectl get nodes,pods -A -o json` output instead of "
+                 "watching an API server");
+  app.add_option("--kube-api-qps", f.qps, "API client requests per second")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--kube-api-burst", f.burst, "API client burst")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-request-bytes", f.max_request_bytes,
+                 "Largest verb request body accepted; larger ones get 413 (full-Nodes requests over 5,000 nodes are ~15 MB)")
+      ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 32));
+  app.add_option("--read-timeout-seconds", f.read_timeout_seconds,
+                 "A request must arrive within this long; idle keep-alive connections close after it")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
+  app.add_option("--leader-elect", f.leader_elect,
+                 "Elect one active extender on a Lease (only it admits gangs, lifts gates and binds)")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-name,--lease-name", f.lease_name, "Name of the Lease")->capture_default_str();
+  app.add_option("--leader-elect-resource-namespace,--lease-namespace", f.lease_namespace,
+                 "Namespace of the Lease (default: $POD_NAMESPACE, else phalanx-system)")
+      ->capture_default_str();
+  app.add_option("--leader-elect-lease-duration", f.lease_duration,
+                 "How long a standby waits after the last renewal before taking the Lease")
+      ->capture_default_str();
+  app.add_option("--leader-elect-renew-deadline", f.renew_deadline,
+                 "The leader exits if it could not renew for this long")
+      ->capture_default_str();
+  app.add_option("--leader-elect-retry-period", f.retry_period, "Interval of acquire/renew attempts")
+      ->capture_default_str();
+  app.add_option("--standby-ready", f.standby_ready,
+                 "Report /readyz OK on a synced standby replica too (default: only the active extender is ready)")
+      ->capture_default_str();
+  log::AddLogFlags(app, f.log_options);
+  CLI11_PARSE(app, argc, argv);
+
+  if (Status st = log::InitLogging(f.log_options); !st.ok()) return Fail(std::string(st.message()));
+  auto logger = log::MakeLogger("extender");
+
+  extender::ExtenderConfig config = extender::DefaultConfig();
+  if (!f.config_file.empty()) {
+    auto loaded = extender::LoadConfigFile(f.config_file);
+    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+    config = std::move(*loaded);
+  }
+  extender::ServerAddresses addresses;
+  addresses.max_body_bytes = f.max_request_bytes;
+  addresses.read_timeout = std::chrono::seconds(f.read_timeout_seconds);
+  if (Status st = extender::ParseHostPort(f.listen, &addresses.listen_host, &addresses.listen_port); !st.ok()) {
+    return Fail("--listen " + std::string(st.message()));
+  }
+  if (Status st = extender::ParseHostPort(f.metrics_addr, &addresses.metrics_host, &addresses.metrics_port); !st.ok()) {
+    return Fail("--metrics-addr " + std::string(st.message()));
+  }
+  if (!f.snapshot_file.empty()) return RunEmbedded(shutdown, f, config, addresses, logger);
+  return RunApiServer(shutdown, f, config, addresses, logger);
 }

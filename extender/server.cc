@@ -171,6 +171,7 @@ Status ExtenderServer::Start() {
   options.port = addresses_.listen_port;
   options.io_threads = addresses_.io_threads;
   options.max_body_bytes = addresses_.max_body_bytes;
+  options.idle_timeout = addresses_.read_timeout;
   // Held binds wait up to the barrier timeout; the idle timeout does not apply to them.
   verbs_ = std::make_unique<http::HttpServer>(options);
   Register(*verbs_, true, !addresses_.serve_metrics);

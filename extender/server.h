@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,11 @@ struct ServerAddresses {
   bool serve_metrics = true;
   int io_threads = 2;
   size_t max_body_bytes = 64u << 20;  // a full-Nodes request over 5,000 nodes is ~15 MB
+  // A request (headers and body) must arrive within this long, and an idle keep-alive
+  // connection is closed after it. Longer than Go's 90 s idle-connection timeout, so the
+  // scheduler's client, not the server, closes idle connections (no reuse race). A client
+  // that stalls mid-body only costs its own connection: reads are asynchronous.
+  std::chrono::seconds read_timeout{120};
 };
 
 // "127.0.0.1:8888" / ":8080" (empty host = all interfaces). InvalidArgument otherwise.

@@ -121,7 +121,7 @@ std::unique_ptr<Generation> StartGeneration(const NodeContext& ctx, Config confi
                   .pods = g->publisher.get(), .metrics = ctx.metrics,
                   .logger = log::MakeLogger("device_plugin.kubelet")};
   g->manager = std::make_unique<PluginManager>(
-      ManagerOptions{.plugin_dir = ctx.options->kubelet_dir,
+      ManagerOptions{.plugin_dir = DevicePluginDir(*ctx.options),
                      .poll_interval = std::chrono::milliseconds(ctx.options->kubelet_poll_ms)},
       g->resources, deps);
   g->manager->Start();
@@ -205,7 +205,7 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     return kExitBadConfig;
   }
 
-  const std::string lock_path = o.lock_file.empty() ? o.kubelet_dir + "/phalanx-device-plugin.lock" : o.lock_file;
+  const std::string lock_path = LockFilePath(o);
   auto lock = LockFile::Acquire(lock_path);
   if (!lock.ok()) {
     Fatal(lock.status().message());
@@ -294,7 +294,7 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
       publish_disabled = "publishing degraded: " + api.status().message();
     } else {
       node_api = std::move(api).value();
-      pod_resources = std::make_unique<PodResourcesClient>(o.pod_resources_socket);
+      pod_resources = std::make_unique<PodResourcesClient>(PodResourcesSocket(o));
       ctx.node_api = node_api.get();
       ctx.pod_resources = pod_resources.get();
     }

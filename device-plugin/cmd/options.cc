@@ -9,10 +9,10 @@ namespace phalanx::device_plugin {
 void AddFlags(CLI::App& app, Options& o) {
   if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
   app.add_option("--kubelet-dir", o.kubelet_dir,
-                 "Kubelet's device-plugin directory (kubelet.sock and our sockets)")
+                 "Kubelet's root directory: sockets in <kubelet-dir>/device-plugins, pod-resources in "
+                 "<kubelet-dir>/pod-resources")
       ->capture_default_str();
-  app.add_option("--pod-resources-socket", o.pod_resources_socket, "Kubelet's pod-resources socket")
-      ->capture_default_str();
+  app.add_option("--pod-resources-socket", o.pod_resources_socket, "Kubelet's pod-resources socket (default <kubelet-dir>/pod-resources/kubelet.sock)");
   app.add_option("--nvml-library", o.nvml_library, "NVML library to dlopen")->capture_default_str();
   app.add_option("--config", o.config_file, "Config file (version: v1, NVIDIA device plugin format)");
   app.add_option("--node-name", o.node_name, "This node's name (default: env NODE_NAME)");
@@ -21,7 +21,7 @@ void AddFlags(CLI::App& app, Options& o) {
   app.add_option("--metrics-addr", o.metrics_addr, "Address of /metrics, /healthz, /readyz")
       ->capture_default_str();
   app.add_option("--lock-file", o.lock_file,
-                 "Single-instance lock (default <kubelet-dir>/phalanx-device-plugin.lock)");
+                 "Single-instance lock (default <kubelet-dir>/device-plugins/phalanx-device-plugin.lock)");
   app.add_option("--publish-interval", o.publish_interval_seconds,
                  "Seconds between node state writes (>= 1; default from config, 1)");
   app.add_option("--mig-strategy", o.mig_strategy, "none|single|mixed (overrides the config file)")
@@ -35,6 +35,16 @@ void AddFlags(CLI::App& app, Options& o) {
                  "Publish node labels and GPU topology/state annotations (false: kubelet only)")
       ->capture_default_str();
   log::AddLogFlags(app, o.log);
+}
+
+std::string DevicePluginDir(const Options& o) { return o.kubelet_dir + "/device-plugins"; }
+
+std::string PodResourcesSocket(const Options& o) {
+  return o.pod_resources_socket.empty() ? o.kubelet_dir + "/pod-resources/kubelet.sock" : o.pod_resources_socket;
+}
+
+std::string LockFilePath(const Options& o) {
+  return o.lock_file.empty() ? DevicePluginDir(o) + "/phalanx-device-plugin.lock" : o.lock_file;
 }
 
 Result<ListenAddress> ParseListenAddress(const std::string& addr) {

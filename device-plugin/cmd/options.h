@@ -13,14 +13,16 @@
 namespace phalanx::device_plugin {
 
 struct Options {
-  std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
-  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  // Kubelet's root directory: our sockets and kubelet.sock live in <kubelet-dir>/device-plugins,
+  // the pod-resources socket in <kubelet-dir>/pod-resources (the layout of every kubelet).
+  std::string kubelet_dir = "/var/lib/kubelet";
+  std::string pod_resources_socket;   // empty = <kubelet-dir>/pod-resources/kubelet.sock
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string config_file;            // empty = defaults
   std::string node_name;              // default: env NODE_NAME
   std::string kubeconfig;             // empty = in-cluster, else no publishing
   std::string metrics_addr = ":8080";
-  std::string lock_file;              // empty = <kubelet-dir>/phalanx-device-plugin.lock
+  std::string lock_file;              // empty = <kubelet-dir>/device-plugins/phalanx-device-plugin.lock
   double publish_interval_seconds = 0;  // 0 = from config (default 1)
   std::string mig_strategy;           // overrides flags.migStrategy when set
   std::optional<bool> fail_on_init_error;  // overrides flags.failOnInitError when set
@@ -30,6 +32,11 @@ struct Options {
 };
 
 void AddFlags(CLI::App& app, Options& options);
+
+// Paths derived from --kubelet-dir unless given explicitly.
+std::string DevicePluginDir(const Options& options);     // <kubelet-dir>/device-plugins
+std::string PodResourcesSocket(const Options& options);  // --pod-resources-socket or the default
+std::string LockFilePath(const Options& options);        // --lock-file or the default
 
 struct ListenAddress {
   std::string host;

@@ -113,6 +113,12 @@ void ResourceServer::Stop() {
     stopped_ = true;
   }
   deps_.health->Unsubscribe(subscription_);
+  // A stopped server advertises nothing: a resource that a reload removed (e.g. a new MIG
+  // strategy) must not keep reporting its last device counts.
+  if (deps_.metrics != nullptr) {
+    deps_.metrics->Set(deps_.metrics->devices, {spec_.name, "Healthy"}, 0);
+    deps_.metrics->Set(deps_.metrics->devices, {spec_.name, "Unhealthy"}, 0);
+  }
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now());  // cancels open streams
     server_->Wait();

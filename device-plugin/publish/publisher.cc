@@ -122,16 +122,21 @@ void Publisher::CountMismatches(const std::vector<PodOnNode>& pods, const Alloca
     if (it == alloc.by_pod.end()) continue;
     auto wanted = ParseDevicesAnnotation(p.devices_annotation);
     if (!wanted.ok()) continue;
-    std::set<std::string> mine;
+    std::set<std::string> mine;  // the annotated IDs this plugin advertises
+    std::string resource;        // the resource they belong to, for the metric label
     for (const auto& id : *wanted) {
       for (const auto& r : resources_) {
-        if (r.Find(id)) mine.insert(id);
+        if (r.Find(id)) {
+          mine.insert(id);
+          if (resource.empty()) resource = r.name;
+        }
       }
     }
+    if (mine.empty()) continue;  // the annotation names no device of ours (another plugin's)
     std::lock_guard<std::mutex> lock(mu_);
     if (mine != it->second && mismatched_.insert(p.uid).second) {
       PHX_LOG_WARN(logger_, "Allocation differs from phalanx.io/devices", kv("pod", p.ns + "/" + p.name));
-      if (metrics_) metrics_->Inc(metrics_->annotation_mismatches, {resources_.empty() ? "" : resources_[0].name});
+      if (metrics_) metrics_->Inc(metrics_->annotation_mismatches, {resource});
     }
   }
 }

@@ -217,7 +217,7 @@ Status Controller::ReconcileOnce(const std::string& key, const Json* fresh, bool
   if (conflict) return OkStatus();
   const TrainingJobStatus& st = plan.status ? *plan.status : job.status;
   const double age = st.last_committed ? SecondsBetween(st.last_committed->time, clock_.WallNow()) : 0;
-  metrics_.SetJob(key, st.phase, age);
+  metrics_.SetJob(key, st.phase, job.spec_error.ok() ? job.spec.TotalGpus() : 0, age);
   if (plan.requeue_after) queue_.AddAfter(key, *plan.requeue_after);
   return OkStatus();
 }
@@ -247,6 +247,11 @@ Status Controller::Apply(const CachedJob& cached, const ReconcilePlan& plan, boo
     if (plan.restart_decided) metrics_.CountRestart(plan.restart_decided->restart_class, plan.restart_decided->reason);
     if (plan.lost_gpu_seconds_added > 0) metrics_.AddLostGpuSeconds(plan.lost_gpu_seconds_added);
     if (plan.seconds_to_restart) metrics_.ObserveTimeToRestart(*plan.seconds_to_restart);
+    const TrainingJobStatus& next = *plan.status;
+    if (next.running_since && !job.status.running_since && next.attempt_start_time &&
+        next.attempt == job.status.attempt) {
+      metrics_.ObserveGangWait(SecondsBetween(*next.attempt_start_time, *next.running_since));
+    }
     if (plan.status->phase != job.status.phase) {
       PHX_LOG_INFO(logger_, "Changed TrainingJob phase", kv("job", key), kv("from", PhaseName(job.status.phase)),
                    kv("to", PhaseName(plan.status->phase)), kv("attempt", plan.status->attempt));

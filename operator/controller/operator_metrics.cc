@@ -10,6 +10,8 @@ Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::Create(metrics::Regist
   std::unique_ptr<OperatorMetrics> m(new OperatorMetrics());
   PHX_ASSIGN_OR_RETURN(m->phase_, registry.AddGauge("phalanx_trainingjob_phase",
                                                     "TrainingJobs per phase.", {"phase"}));
+  PHX_ASSIGN_OR_RETURN(m->gpus_, registry.AddGauge("phalanx_trainingjob_gpus",
+                                                   "GPUs of TrainingJobs (replicas x gpusPerReplica) per phase.", {"phase"}));
   PHX_ASSIGN_OR_RETURN(m->restarts_, registry.AddCounter("phalanx_trainingjob_restarts_total",
                                                          "Whole-gang restarts by class (Failure, Disruption, Update, Suspend) and reason.",
                                                          {"class", "reason"}));
@@ -23,6 +25,11 @@ Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::Create(metrics::Regist
   PHX_ASSIGN_OR_RETURN(auto ttr, registry.AddHistogram("phalanx_trainingjob_time_to_restart_seconds",
                                                        "Last pod of the old gang gone -> new gang created.", {}, buckets));
   PHX_ASSIGN_OR_RETURN(m->time_to_restart_, ttr->WithLabels({}));
+  PHX_ASSIGN_OR_RETURN(auto wait_buckets, metrics::ExponentialBuckets(0.5, 2, 16));
+  PHX_ASSIGN_OR_RETURN(auto gw, registry.AddHistogram("phalanx_trainingjob_gang_wait_seconds",
+                                                      "An attempt's pods created -> every member running.", {},
+                                                      wait_buckets));
+  PHX_ASSIGN_OR_RETURN(m->gang_wait_, gw->WithLabels({}));
   PHX_ASSIGN_OR_RETURN(auto rd, registry.AddHistogram("phalanx_operator_reconcile_duration_seconds",
                                                       "Time to reconcile one TrainingJob, API calls included.", {},
                                                       metrics::DefaultLatencyBuckets()));
@@ -36,6 +43,8 @@ Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::Create(metrics::Regist
                   Phase::kSuspended, Phase::kSucceeded, Phase::kFailed}) {
     PHX_ASSIGN_OR_RETURN(auto g, m->phase_->WithLabels({std::string(PhaseName(p))}));
     g->Set(0);
+    PHX_ASSIGN_OR_RETURN(auto gpus, m->gpus_->WithLabels({std::string(PhaseName(p))}));
+    gpus->Set(0);
   }
   return m;
 }
@@ -52,10 +61,11 @@ void OperatorMetrics::CountRestart(RestartClass c, const std::string& reason) {
 
 void OperatorMetrics::AddLostGpuSeconds(double seconds) { lost_gpu_seconds_->Add(seconds); }
 void OperatorMetrics::ObserveTimeToRestart(double seconds) { time_to_restart_->Observe(seconds); }
+void OperatorMetrics::ObserveGangWait(double seconds) { gang_wait_->Observe(seconds); }
 
-void OperatorMetrics::SetJob(const std::string& key, Phase phase, double checkpoint_age_seconds) {
+void OperatorMetrics::SetJob(const std::string& key, Phase phase, double gpus, double checkpoint_age_seconds) {
   std::lock_guard lock(mu_);
-  jobs_[key] = {phase, checkpoint_age_seconds};
+  jobs_[key] = {phase, gpus, checkpoint_age_seconds};
   RefreshLocked();
 }
 
@@ -67,15 +77,19 @@ void OperatorMetrics::ForgetJob(const std::string& key) {
 
 void OperatorMetrics::RefreshLocked() {
   std::map<Phase, int> counts;
+  std::map<Phase, double> gpus;
   double oldest = 0;
   for (const auto& [_, v] : jobs_) {
-    ++counts[v.first];
-    if (v.first == Phase::kRunning) oldest = std::max(oldest, v.second);
+    ++counts[v.phase];
+    gpus[v.phase] += v.gpus;
+    if (v.phase == Phase::kRunning) oldest = std::max(oldest, v.checkpoint_age_seconds);
   }
   for (Phase p : {Phase::kPending, Phase::kQueued, Phase::kStarting, Phase::kRunning, Phase::kRestarting,
                   Phase::kSuspended, Phase::kSucceeded, Phase::kFailed}) {
     auto g = phase_->WithLabels({std::string(PhaseName(p))});
     if (g.ok()) (*g)->Set(counts[p]);
+    auto gg = gpus_->WithLabels({std::string(PhaseName(p))});
+    if (gg.ok()) (*gg)->Set(gpus[p]);
   }
   checkpoint_age_->Set(oldest);
 }

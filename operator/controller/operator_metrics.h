@@ -20,8 +20,11 @@ class OperatorMetrics {
   void CountRestart(RestartClass c, const std::string& reason);
   void AddLostGpuSeconds(double seconds);
   void ObserveTimeToRestart(double seconds);
-  // Per-job phase and checkpoint age; gauges aggregate over jobs (bounded labels).
-  void SetJob(const std::string& key, Phase phase, double checkpoint_age_seconds);
+  // An attempt's pods created -> every member running (the gang's wait for placement).
+  void ObserveGangWait(double seconds);
+  // Per-job phase, GPUs (replicas x gpusPerReplica) and checkpoint age; gauges aggregate over
+  // jobs (bounded labels).
+  void SetJob(const std::string& key, Phase phase, double gpus, double checkpoint_age_seconds);
   void ForgetJob(const std::string& key);
   void SetQueueDepth(double depth) { queue_depth_->Set(depth); }
 
@@ -29,7 +32,15 @@ class OperatorMetrics {
   OperatorMetrics() = default;
   void RefreshLocked();
 
+  struct JobState {
+    Phase phase;
+    double gpus;
+    double checkpoint_age_seconds;
+  };
+
   metrics::GaugeFamily* phase_ = nullptr;
+  metrics::GaugeFamily* gpus_ = nullptr;
+  metrics::Histogram* gang_wait_ = nullptr;
   metrics::CounterFamily* restarts_ = nullptr;
   metrics::Counter* lost_gpu_seconds_ = nullptr;
   metrics::Gauge* checkpoint_age_ = nullptr;
@@ -40,7 +51,7 @@ class OperatorMetrics {
   metrics::Gauge* queue_depth_ = nullptr;
 
   std::mutex mu_;
-  std::map<std::string, std::pair<Phase, double>> jobs_;  // guarded by mu_
+  std::map<std::string, JobState> jobs_;  // guarded by mu_
 };
 
 }  // namespace phalanx::op

@@ -18,11 +18,6 @@ extern char** environ;
 namespace phalanx::chart_test {
 namespace {
 
-std::string Env(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
-}
-
 std::string Slurp(int fd) {
   std::string s;
   char buf[65536];
@@ -75,8 +70,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   return r;
 }
 
-std::string SourceDir() { return Env("PHALANX_SOURCE_DIR", PHALANX_CHART_SOURCE_DIR); }
-std::string BinaryDir() { return Env("PHALANX_BINARY_DIR", PHALANX_CHART_BINARY_DIR); }
+// Compiled in (never from the environment): the tree and build these tests were built from.
+std::string SourceDir() { return PHALANX_CHART_SOURCE_DIR; }
+std::string BinaryDir() { return PHALANX_CHART_BINARY_DIR; }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,6 +1,6 @@
 // Where the chart tests find the source tree, the build tree, helm and the daemons, and a small
-// process runner. Paths come from PHALANX_SOURCE_DIR / PHALANX_BINARY_DIR (set by
-// phalanx_add_test); PHALANX_HELM overrides the helm binary.
+// process runner. Source and build paths are compiled in (never read from the environment);
+// PHALANX_HELM may point at another helm binary (an external tool, not a Phalanx binary).
 #pragma once
 
 #include <optional>

@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "tests/chart/chart_env.h"
 #include "tests/chart/rbac_model.h"
@@ -126,6 +127,7 @@ const std::map<std::string, std::pair<std::string, bool>>& KnownKinds() {
       {"RoleBinding", {"rbac.authorization.k8s.io/v1", true}},
       {"PriorityClass", {"scheduling.k8s.io/v1", false}},
       {"ServiceMonitor", {"monitoring.coreos.com/v1", true}},
+      {"PrometheusRule", {"monitoring.coreos.com/v1", true}},
       {"CustomResourceDefinition", {"apiextensions.k8s.io/v1", false}},
   };
   return kinds;
@@ -418,9 +420,11 @@ TEST(DevicePluginTest, DaemonSetMountsKubeletDirectoriesWithoutPrivileges) {
     auto flags = Flags(c);
     std::map<std::string, std::string> mounts;  // mountPath -> volume
     for (const auto& m : At(c, {"volumeMounts"})) mounts[Str(m, {"mountPath"})] = Str(m, {"name"});
-    // --kubelet-dir is the host's device-plugin dir, mounted at the same path.
-    ASSERT_TRUE(mounts.count(flags["kubelet-dir"])) << flags["kubelet-dir"];
-    EXPECT_EQ(host_paths[mounts[flags["kubelet-dir"]]], flags["kubelet-dir"]);
+    // --kubelet-dir is kubelet's root; only <kubelet-dir>/device-plugins is mounted, at the same path.
+    const std::string plugin_dir = flags["kubelet-dir"] + "/device-plugins";
+    ASSERT_TRUE(mounts.count(plugin_dir)) << plugin_dir;
+    EXPECT_EQ(host_paths[mounts[plugin_dir]], plugin_dir);
+    EXPECT_FALSE(mounts.count(flags["kubelet-dir"])) << "kubelet's whole root must not be mounted";
     // --pod-resources-socket lives in a mounted host pod-resources dir.
     std::string sock = flags["pod-resources-socket"];
     std::string sock_dir = sock.substr(0, sock.rfind('/'));
@@ -443,7 +447,7 @@ TEST(DevicePluginTest, DaemonSetMountsKubeletDirectoriesWithoutPrivileges) {
   const Rendering& d = Render();
   ASSERT_RENDERED(d);
   auto flags = Flags(Container(d.Get("DaemonSet", Full("device-plugin")), "device-plugin"));
-  EXPECT_EQ(flags["kubelet-dir"], "/var/lib/kubelet/device-plugins");
+  EXPECT_EQ(flags["kubelet-dir"], "/var/lib/kubelet");
   EXPECT_EQ(flags["pod-resources-socket"], "/var/lib/kubelet/pod-resources/kubelet.sock");
   EXPECT_EQ(flags["lock-file"], "/run/phalanx/device-plugin.lock");
   // The config the plugin reads parses and carries the MIG strategy from values.
@@ -461,7 +465,10 @@ TEST(OperatorTest, FlagsFollowValues) {
   EXPECT_TRUE(flags.count("leader-elect"));
   EXPECT_EQ(flags["metrics-addr"], ":8080");
   EXPECT_EQ(flags["progress-addr"], ":8443");
-  EXPECT_EQ(flags["progress-url"], "http://phalanx-operator.phalanx-system.svc:8443");
+  EXPECT_EQ(flags["progress-url"], "http://phalanx-operator.phalanx-system.svc:8443/progress");
+  // Pods POST to the URL as given: its path must be the one the operator serves.
+  EXPECT_NE(ReadFile(SourceDir() + "/operator/controller/progress_service.cc").find("\"POST\", \"/progress\""),
+            std::string::npos);
   EXPECT_EQ(flags["namespace"], "");
   EXPECT_EQ(flags["workers"], "4");
   EXPECT_EQ(flags["log-format"], "json");
@@ -470,7 +477,7 @@ TEST(OperatorTest, FlagsFollowValues) {
   flags = Flags(Container(nd.Get("Deployment", Full("operator")), "operator"));
   EXPECT_EQ(flags["namespace"], "ml");
   EXPECT_EQ(flags["workers"], "16");
-  EXPECT_EQ(flags["progress-url"], "https://progress.example.com");
+  EXPECT_EQ(flags["progress-url"], "https://progress.example.com/progress");
   EXPECT_EQ(flags["metrics-addr"], ":9090");
   const Rendering& off = Render({"--set", "operator.enabled=false", "--set", "devicePlugin.enabled=false"});
   ASSERT_RENDERED(off);
@@ -578,6 +585,7 @@ TEST(MonitoringTest, ServiceMonitorAndDashboardAreOffByDefaultAndCompleteWhenOn)
   const Rendering& d = Render();
   ASSERT_RENDERED(d);
   EXPECT_TRUE(d.OfKind("ServiceMonitor").empty()) << "needs the Prometheus Operator CRD: opt-in";
+  EXPECT_TRUE(d.OfKind("PrometheusRule").empty()) << "needs the Prometheus Operator CRD: opt-in";
   EXPECT_FALSE(d.Get("ConfigMap", Full("grafana-dashboard")).IsDefined());
 
   const Rendering& nd = RenderNonDefault();
@@ -595,6 +603,23 @@ TEST(MonitoringTest, ServiceMonitorAndDashboardAreOffByDefaultAndCompleteWhenOn)
     }
     EXPECT_TRUE(matches) << "selects no Service with the scraped port";
   }
+  // Alerts: one group per enabled component, every rule with an expr and a summary.
+  auto rules = nd.OfKind("PrometheusRule");
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(Str(rules[0], {"metadata", "labels", "release"}), "kube-prometheus-stack");
+  std::set<std::string> groups;
+  for (const auto& g : At(rules[0], {"spec", "groups"})) {
+    groups.insert(Str(g, {"name"}));
+    for (const auto& rule : At(g, {"rules"})) {
+      EXPECT_FALSE(Str(rule, {"alert"}).empty());
+      EXPECT_NE(Str(rule, {"expr"}).find("phalanx_"), std::string::npos) << Str(rule, {"alert"});
+      EXPECT_FALSE(Str(rule, {"annotations", "summary"}).empty()) << Str(rule, {"alert"});
+      if (Str(rule, {"alert"}) == "PhalanxStaleCheckpoints") {
+        EXPECT_NE(Str(rule, {"expr"}).find("> 7200"), std::string::npos) << "checkpointAgeSeconds not applied";
+      }
+    }
+  }
+  EXPECT_EQ(groups, (std::set<std::string>{"phalanx-scheduling", "phalanx-devices", "phalanx-trainingjobs"}));
   YAML::Node cm = nd.Get("ConfigMap", Full("grafana-dashboard"));
   ASSERT_TRUE(cm.IsDefined());
   EXPECT_EQ(Str(cm, {"metadata", "namespace"}), "monitoring");
@@ -631,42 +656,117 @@ TEST(InstallManifestTest, CreatesTheNamespaceFirstAndCarriesEveryChartObject) {
 
 // --- flags against the daemons ---------------------------------------------------------------
 
-TEST(DaemonFlagsTest, EveryFlagTheChartPassesIsKnownToItsDaemon) {
+// Flags a daemon declares: every add_option/add_flag("--name[,--alias]" in its option sources
+// plus core/log's shared --log-format/--v. Read from the sources, so the check never depends on
+// which binaries happen to be built.
+std::set<std::string> DeclaredFlags(const std::vector<std::string>& files) {
+  std::set<std::string> declared;
+  const std::regex option(R"re(add_(?:option|flag)(?:_function<[^>]*>)?\(\s*"([^"]+)")re");
+  std::vector<std::string> all = files;
+  all.push_back("core/log/log_options.cc");
+  for (const auto& f : all) {
+    const std::string code = ReadFile(SourceDir() + "/" + f);
+    EXPECT_FALSE(code.empty()) << f << " is missing";
+    for (std::sregex_iterator it(code.begin(), code.end(), option), end; it != end; ++it) {
+      std::stringstream names((*it)[1].str());
+      for (std::string n; std::getline(names, n, ',');) {
+        if (n.rfind("--", 0) == 0) declared.insert(n.substr(2));
+      }
+    }
+  }
+  return declared;
+}
+
+TEST(DaemonFlagsTest, EveryFlagTheChartPassesIsDeclaredByItsDaemon) {
+  struct Daemon { std::string workload_kind, workload, container; std::vector<std::string> sources; };
+  const std::vector<Daemon> daemons = {
+      {"Deployment", Full("scheduler"), "phalanx-extender", {"extender/main.cc"}},
+      {"DaemonSet", Full("device-plugin"), "device-plugin", {"device-plugin/cmd/options.cc"}},
+      {"Deployment", Full("operator"), "operator", {"operator/main.cc"}}};
+  const std::string configuration = ReadFile(SourceDir() + "/docs/configuration.md");
+  for (const auto& cfg : Configs()) {
+    SCOPED_TRACE(cfg.name);
+    const Rendering& r = cfg.render();
+    ASSERT_RENDERED(r);
+    for (const auto& d : daemons) {
+      SCOPED_TRACE(d.container);
+      const std::set<std::string> declared = DeclaredFlags(d.sources);
+      ASSERT_TRUE(declared.count("metrics-addr") && declared.count("log-format")) << "option scan found nothing";
+      auto flags = Flags(Container(r.Get(d.workload_kind, d.workload), d.container));
+      ASSERT_FALSE(flags.empty());
+      for (const auto& [flag, value] : flags) {
+        EXPECT_TRUE(declared.count(flag)) << "the chart passes --" << flag << " but " << d.sources.front()
+                                          << " does not declare it";
+        EXPECT_NE(configuration.find("--" + flag), std::string::npos)
+            << "docs/configuration.md does not mention --" << flag << " (" << d.container << ")";
+      }
+    }
+  }
+}
+
+// --- the operations docs name real objects and commands -----------------------------------------
+
+// docs/operations.md, troubleshooting.md and install.md: every `deploy/`, `svc/`, `ds/` names an
+// object the chart renders (default values), every `svc/X A:B` port-forward hits a Service port,
+// every Lease named is one the chart's RBAC lets its component renew, every component label
+// selects rendered objects, and every `phalanx <command> --flag` exists in the CLI.
+TEST(DocsTest, OperationsDocsNameRenderedObjectsAndRealCommands) {
   const Rendering& r = Render();
   ASSERT_RENDERED(r);
-  struct Daemon { std::string binary, build_dir, doc, workload_kind, workload, container; };
-  const std::vector<Daemon> daemons = {
-      {"phalanx-extender", "extender", "docs/extender.md", "Deployment", Full("scheduler"), "phalanx-extender"},
-      {"phalanx-device-plugin", "device-plugin", "docs/device-plugin.md", "DaemonSet", Full("device-plugin"), "device-plugin"},
-      {"phalanx-operator", "operator", "docs/operator.md", "Deployment", Full("operator"), "operator"}};
-  std::vector<std::string> unchecked;
-  for (const auto& d : daemons) {
-    SCOPED_TRACE(d.binary);
-    auto flags = Flags(Container(r.Get(d.workload_kind, d.workload), d.container));
-    ASSERT_FALSE(flags.empty());
-    // Source of truth: the built binary's --help; else the daemon's own doc; else unchecked.
-    std::string reference, source;
-    if (auto bin = DaemonBinary(d.build_dir, d.binary)) {
-      CommandResult help = RunCommand({*bin, "--help"});
-      reference = help.out + help.err;
-      source = *bin + " --help";
-    } else if (FileExists(SourceDir() + "/" + d.doc)) {
-      reference = ReadFile(SourceDir() + "/" + d.doc);
-      source = d.doc;
-    } else {
-      unchecked.push_back(d.binary + " (not built, no " + d.doc + ")");
-      continue;
-    }
-    for (const auto& [flag, value] : flags) {
-      EXPECT_NE(reference.find("--" + flag), std::string::npos)
-          << "the chart passes --" << flag << " but " << source << " does not know it";
+  const std::map<std::string, std::string> kinds = {{"deploy", "Deployment"}, {"svc", "Service"}, {"ds", "DaemonSet"}};
+  std::set<std::string> renewable_leases, components;
+  for (const auto& role : r.OfKind("Role")) {
+    for (const auto& rule : At(role, {"rules"})) {
+      bool leases = false;
+      for (const auto& res : rule["resources"]) leases |= res.as<std::string>() == "leases";
+      if (leases && rule["resourceNames"]) {
+        for (const auto& n : rule["resourceNames"]) renewable_leases.insert(n.as<std::string>());
+      }
     }
   }
-  if (!unchecked.empty()) {
-    std::string list;
-    for (const auto& u : unchecked) list += " " + u;
-    GTEST_SKIP() << "flags not checked for:" << list;
+  for (const auto& d : r.docs) components.insert(Str(d, {"metadata", "labels", "app.kubernetes.io/component"}));
+  std::string cli;
+  for (const char* f : {"cli/explain_command.cc", "cli/topology_command.cc"}) cli += ReadFile(SourceDir() + "/" + f);
+  ASSERT_FALSE(cli.empty());
+
+  const std::regex object(R"re((?:^|[\s`])(deploy|svc|ds)/([a-z0-9-]+)(?: (\d+):(\d+))?)re");
+  const std::regex lease(R"re(get lease ((?:phalanx-[a-z]+ ?)+))re");
+  const std::regex component(R"re(app\.kubernetes\.io/component=([a-z-]+))re");
+  const std::regex command(R"re(phalanx (explain|topology)\b([^\n`|#]*))re");
+  const std::regex flag(R"re(\s(--[a-z-]+))re");
+  int objects = 0;
+  for (const char* doc : {"docs/operations.md", "docs/troubleshooting.md", "docs/install.md"}) {
+    SCOPED_TRACE(doc);
+    const std::string text = ReadFile(SourceDir() + "/" + doc);
+    ASSERT_FALSE(text.empty());
+    for (std::sregex_iterator it(text.begin(), text.end(), object), end; it != end; ++it) {
+      const std::string kind = kinds.at((*it)[1]), name = (*it)[2];
+      YAML::Node o = r.Get(kind, name);
+      ++objects;
+      EXPECT_TRUE(o.IsDefined()) << (*it)[0] << ": the chart renders no " << kind << " " << name;
+      if (o.IsDefined() && kind == "Service" && (*it)[4].matched) {
+        bool port = false;
+        for (const auto& p : At(o, {"spec", "ports"})) port |= Str(p, {"port"}) == (*it)[4].str();
+        EXPECT_TRUE(port) << (*it)[0] << ": Service " << name << " has no port " << (*it)[4];
+      }
+    }
+    for (std::sregex_iterator it(text.begin(), text.end(), lease), end; it != end; ++it) {
+      std::stringstream names((*it)[1].str());
+      for (std::string n; names >> n;) EXPECT_TRUE(renewable_leases.count(n)) << "Lease " << n << " is not in the chart's RBAC";
+    }
+    for (std::sregex_iterator it(text.begin(), text.end(), component), end; it != end; ++it) {
+      EXPECT_TRUE(components.count((*it)[1])) << "no rendered object has component " << (*it)[1];
+    }
+    for (std::sregex_iterator it(text.begin(), text.end(), command), end; it != end; ++it) {
+      EXPECT_NE(cli.find(".name = \"" + (*it)[1].str() + "\""), std::string::npos) << "no CLI command " << (*it)[1];
+      const std::string rest = (*it)[2];
+      for (std::sregex_iterator f(rest.begin(), rest.end(), flag), fend; f != fend; ++f) {
+        EXPECT_NE(cli.find("\"" + (*f)[1].str() + "\""), std::string::npos) << (*it)[0] << ": no flag " << (*f)[1];
+      }
+    }
   }
+  EXPECT_GE(objects, 8);
+  EXPECT_EQ(renewable_leases, (std::set<std::string>{"phalanx-scheduler", "phalanx-extender", "phalanx-operator"}));
 }
 
 }  // namespace

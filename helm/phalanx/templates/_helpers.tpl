@@ -62,7 +62,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.operator.progressUrl -}}
 {{- .Values.operator.progressUrl -}}
 {{- else -}}
-{{- printf "http://%s.%s.svc:%d" (include "phalanx.operator.fullname" .) .Release.Namespace (int .Values.operator.progressPort) -}}
+{{- printf "http://%s.%s.svc:%d/progress" (include "phalanx.operator.fullname" .) .Release.Namespace (int .Values.operator.progressPort) -}}
 {{- end -}}
 {{- end -}}
 

@@ -43,6 +43,7 @@ json::Json TokenRegistry::Review(const json::Json& request) const {
                                   {"uid", it->second.uid},
                                   {"groups", it->second.groups}}},
                         {"audiences", audiences}};
+    if (!it->second.extra.empty()) review["status"]["user"]["extra"] = it->second.extra;
   }
   return review;
 }

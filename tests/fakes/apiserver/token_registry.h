@@ -19,6 +19,8 @@ namespace phalanx::fakes::apiserver {
 struct TokenUser {
   std::string username, uid;
   std::vector<std::string> groups;
+  // user.extra, e.g. a bound pod token's "authentication.kubernetes.io/pod-name" and "pod-uid".
+  std::map<std::string, std::vector<std::string>> extra;
 };
 
 class TokenRegistry {

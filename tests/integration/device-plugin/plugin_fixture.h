@@ -45,6 +45,7 @@ class PluginTest : public ::testing::Test {
   static std::string Machine(const std::string& name) {
     return std::string(FAKE_NVML_MACHINES) + "/" + name + ".json";
   }
+  std::string KubeletDir() const { return dir_; }
   std::string PluginDir() const { return dir_ + "/device-plugins"; }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
@@ -57,8 +58,8 @@ class PluginTest : public ::testing::Test {
   DaemonProcess& StartDaemon(const std::string& machine, std::vector<std::string> extra = {},
                              std::map<std::string, std::string> env = {}) {
     std::filesystem::create_directories(PluginDir());
-    std::vector<std::string> args = {"--kubelet-dir", PluginDir(),
-                                     "--pod-resources-socket", dir_ + "/pod-resources/kubelet.sock",
+    // The pod-resources socket is left to its default, <kubelet-dir>/pod-resources/kubelet.sock.
+    std::vector<std::string> args = {"--kubelet-dir", KubeletDir(),
                                      "--nvml-library", FAKE_NVML_LIBRARY,
                                      "--metrics-addr", "127.0.0.1:0",
                                      "--kubelet-poll-ms", "50"};

@@ -112,7 +112,7 @@ TEST_F(PluginTest, SecondInstanceRefusesToStart) {
   StartKubelet();
   auto& first = StartDaemon("pcie-4gpu");
   ASSERT_TRUE(kubelet_->WaitForRegistrations(1, kDeadline)) << first.log();
-  DaemonProcess second({"--kubelet-dir", PluginDir(), "--nvml-library", FAKE_NVML_LIBRARY, "--metrics-addr",
+  DaemonProcess second({"--kubelet-dir", KubeletDir(), "--nvml-library", FAKE_NVML_LIBRARY, "--metrics-addr",
                         "127.0.0.1:0"},
                        {{"FAKE_NVML_MACHINE", Machine("pcie-4gpu")}}, Path("second.log"));
   auto code = second.WaitExit();

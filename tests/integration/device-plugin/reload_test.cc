@@ -40,6 +40,19 @@ TEST_F(PluginTest, SighupAppliesNewMigStrategyAndReRegisters) {
   EXPECT_TRUE(WaitUntil([&] { return MetricsContain(port, "phalanx_device_plugin_config_reloads_total{result=\"applied\"} 1"); }))
       << HttpGet(port, "/metrics");
   EXPECT_TRUE(WaitUntil([&] { return HttpGet(port, "/readyz").rfind("200", 0) == 0; })) << HttpGet(port, "/readyz");
+  EXPECT_TRUE(WaitUntil([&] {
+    return MetricsContain(port, "phalanx_device_plugin_devices{resource=\"nvidia.com/mig-1g.10gb\",health=\"Healthy\"} 9");
+  })) << HttpGet(port, "/metrics");
+
+  // Back to no MIG: the MIG resources are gone, and so are their device counts.
+  WriteFile("config.yaml", "version: v1\nflags:\n  migStrategy: none\n");
+  d.Signal(SIGHUP);
+  EXPECT_TRUE(WaitUntil([&] { return MetricsContain(port, "phalanx_device_plugin_config_reloads_total{result=\"applied\"} 2"); }))
+      << HttpGet(port, "/metrics");
+  EXPECT_TRUE(WaitUntil([&] {
+    return MetricsContain(port, "phalanx_device_plugin_devices{resource=\"nvidia.com/mig-1g.10gb\",health=\"Healthy\"} 0") &&
+           MetricsContain(port, "phalanx_device_plugin_devices{resource=\"nvidia.com/gpu\",health=\"Healthy\"} 8");
+  })) << HttpGet(port, "/metrics");
 
   // SIGTERM after a reload still removes every socket of the new generation.
   d.Signal(SIGTERM);

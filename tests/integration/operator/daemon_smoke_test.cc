@@ -71,7 +71,7 @@ TEST(DaemonSmokeTest, RunsJobsServesMetricsAndExitsOnSigterm) {
   const std::string dir = ::testing::TempDir();
   const std::string kubeconfig = dir + "/operator-smoke-kubeconfig";
   ASSERT_TRUE((*server)->WriteKubeconfig(kubeconfig).ok());
-  const std::string binary = PHALANX_OPERATOR_BINARY;
+  const std::string binary = std::string(PHALANX_TEST_BINARY_DIR) + "/operator/phalanx-operator";
   const uint16_t port = FreePort();
   const std::string metrics = "--metrics-addr=127.0.0.1:" + std::to_string(port);
   std::vector<std::string> args = {binary, "--kubeconfig", kubeconfig, metrics, "--progress-addr=127.0.0.1:0",
@@ -100,6 +100,71 @@ TEST(DaemonSmokeTest, RunsJobsServesMetricsAndExitsOnSigterm) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+pid_t SpawnOperator(const std::vector<std::string>& extra) {
+  const std::string binary = std::string(PHALANX_TEST_BINARY_DIR) + "/operator/phalanx-operator";
+  std::vector<std::string> args = {binary};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  return pid;
+}
+
+int StopAndWait(pid_t pid) {
+  kill(pid, SIGTERM);
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+std::string LeaseHolder(fa::FakeApiServer& server) {
+  auto lease = server.Get("leases.coordination.k8s.io", "phalanx-system", "phalanx-operator");
+  if (!lease.ok()) return "";
+  return (*lease).value("spec", json::Json::object()).value("holderIdentity", std::string());
+}
+
+json::Json SmallJob(const std::string& name) {
+  return json::Json::parse(R"({"apiVersion":"phalanx.io/v1alpha1","kind":"TrainingJob",
+    "metadata":{"name":")" + name + R"(","namespace":"ml"},
+    "spec":{"replicas":3,"gpusPerReplica":1,"template":{"spec":{"containers":[{"name":"t","image":"t:1"}]}}}})");
+}
+
+// Two replicas with --leader-elect (the chart's HA setup): only the Lease holder acts; when it
+// stops it releases the Lease and the standby takes over without creating anything twice.
+TEST(DaemonSmokeTest, LeaderElectionHandsOverWithoutDuplicates) {
+  auto server = fa::FakeApiServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string kubeconfig = ::testing::TempDir() + "/operator-le-kubeconfig";
+  ASSERT_TRUE((*server)->WriteKubeconfig(kubeconfig).ok());
+  auto flags = [&](uint16_t port) {
+    return std::vector<std::string>{"--kubeconfig", kubeconfig, "--leader-elect", "--leader-election-namespace",
+                                    "phalanx-system", "--metrics-addr=127.0.0.1:" + std::to_string(port),
+                                    "--progress-addr=127.0.0.1:0", "--log-format", "json"};
+  };
+  const pid_t first = SpawnOperator(flags(FreePort()));
+  ASSERT_GT(first, 0);
+  std::string holder;
+  ASSERT_TRUE(WaitUntil([&] { return !(holder = LeaseHolder(**server)).empty(); })) << "the first replica never led";
+  const pid_t second = SpawnOperator(flags(FreePort()));
+  ASSERT_GT(second, 0);
+  ASSERT_TRUE((*server)->Create("trainingjobs.phalanx.io", SmallJob("one")).ok());
+  EXPECT_TRUE((*server)->WaitForCount("pods", "ml", "phalanx.io/job-name=one", 3, std::chrono::seconds(30)).ok());
+  EXPECT_EQ(LeaseHolder(**server), holder) << "the standby took the Lease from a healthy leader";
+
+  EXPECT_EQ(StopAndWait(first), 0);
+  std::string successor;
+  EXPECT_TRUE(WaitUntil([&] {
+    successor = LeaseHolder(**server);
+    return !successor.empty() && successor != holder;
+  })) << "the standby did not take over";
+  ASSERT_TRUE((*server)->Create("trainingjobs.phalanx.io", SmallJob("two")).ok());
+  EXPECT_TRUE((*server)->WaitForCount("pods", "ml", "phalanx.io/job-name=two", 3, std::chrono::seconds(30)).ok());
+  EXPECT_EQ((*server)->List("pods", "ml", "phalanx.io/job-name=one")->size(), 3u) << "pods created twice";
+  EXPECT_EQ(StopAndWait(second), 0);
 }
 
 }  // namespace

@@ -1,7 +1,16 @@
 // The operator's controller against the fake API server over real HTTP: gated gang creation,
-// whole-gang restart after a preemption with checkpoint resume, 409 on status writes, an API
-// server outage in the middle of a restart. The test plays the extender (lifts gates, binds)
-// and the kubelet (runs containers, writes termination messages, finishes deletions).
+// whole-gang restart after a preemption with checkpoint resume, failure backoff and budgets,
+// 409 on status writes, an API server outage in the middle of a restart, the progress endpoint
+// with TokenReview, restoring a backed-up checkpoint record. The test plays the extender (lifts
+// gates, binds) and the kubelet (runs containers, writes termination messages, finishes
+// deletions). After every test, each request the operator sent must be one that
+// docs/api-requests.md lists for it (and hence one the chart's RBAC grants, tests/chart).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <memory>
 #include <thread>
 
@@ -11,7 +20,11 @@
 #include "core/kube/client.h"
 #include "core/kube/config.h"
 #include "core/metrics/registry.h"
+#include "operator/api/time_format.h"
 #include "operator/controller/controller.h"
+#include "operator/controller/progress_service.h"
+#include "tests/chart/chart_env.h"
+#include "tests/chart/rbac_model.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
 
 namespace phalanx::op {
@@ -27,6 +40,59 @@ Json JobJson(const std::string& name, int replicas) {
     "spec": {"replicas": )" + std::to_string(replicas) + R"(, "gpusPerReplica": 8,
       "checkpoint": {"dir": "/ckpt", "flushSeconds": 30},
       "template": {"spec": {"containers": [{"name": "trainer", "image": "trainer:1"}]}}}})");
+}
+
+// One blocking HTTP/1.0 POST to 127.0.0.1:port; returns the status code (0: no answer).
+int HttpPost(uint16_t port, const std::string& path, const std::string& bearer, const std::string& body) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return 0;
+  }
+  std::string req = "POST " + path + " HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\n";
+  if (!bearer.empty()) req += "Authorization: Bearer " + bearer + "\r\n";
+  req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  (void)!write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  if (out.size() < 12) return 0;
+  return std::stoi(out.substr(9, 3));
+}
+
+// (verb, group, resource[/subresource]) of an API request path; empty resource: not an API object.
+struct RequestKey {
+  std::string verb, group, resource;
+};
+RequestKey KeyOf(const fa::RecordedRequest& r) {
+  RequestKey k{r.verb, "", ""};
+  std::string path = r.target.substr(0, r.target.find('?'));
+  std::vector<std::string> parts;
+  for (size_t start = 1; start <= path.size();) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    parts.push_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  size_t i = 0;
+  if (parts.size() >= 2 && parts[0] == "api") {
+    i = 2;  // api/v1
+  } else if (parts.size() >= 3 && parts[0] == "apis") {
+    k.group = parts[1];
+    i = 3;  // apis/<group>/<version>
+  } else {
+    return k;
+  }
+  if (i + 1 < parts.size() && parts[i] == "namespaces") i += 2;
+  if (i >= parts.size()) return k;
+  k.resource = parts[i];
+  if (i + 2 < parts.size()) k.resource += "/" + parts[i + 2];
+  return k;
 }
 
 std::string Env(const Json& pod, const std::string& name) {
@@ -62,13 +128,74 @@ class OperatorIntegrationTest : public ::testing::Test {
     worker_ = std::thread([this] { controller_->Run(); });
   }
   void TearDown() override {
+    if (progress_) progress_->Stop();
+    if (progress_server_) progress_server_->Shutdown(std::chrono::seconds(2));
     if (controller_) controller_->Stop();
     if (worker_.joinable()) worker_.join();
     controller_.reset();
+    if (server_) ExpectOnlyDocumentedRequests();
+  }
+
+  void ExpectOnlyDocumentedRequests() {
+    std::string error;
+    const auto rows = chart_test::ParseApiRequests(
+        chart_test::ReadFile(std::string(PHALANX_TEST_SOURCE_DIR) + "/docs/api-requests.md"), &error);
+    ASSERT_TRUE(error.empty()) << error;
+    for (const auto& r : server_->Requests()) {
+      const RequestKey k = KeyOf(r);
+      if (k.resource.empty() || k.verb.empty()) continue;  // discovery, /version
+      if (k.resource == "pods/binding") continue;         // the test's own extender role
+      const bool documented = std::any_of(rows.begin(), rows.end(), [&](const chart_test::ApiRequest& q) {
+        return q.component == "operator" && q.group == k.group && q.resource == k.resource &&
+               std::find(q.verbs.begin(), q.verbs.end(), k.verb) != q.verbs.end();
+      });
+      EXPECT_TRUE(documented) << "the operator sent " << r.method << " " << r.target << " (" << k.verb << " "
+                              << (k.group.empty() ? "core" : k.group) << " " << k.resource
+                              << "), which docs/api-requests.md does not list for it";
+    }
+  }
+
+  // The progress endpoint as phalanx-operator serves it.
+  uint16_t StartProgressEndpoint() {
+    http::ServerOptions o;
+    o.address = "127.0.0.1";
+    o.port = 0;
+    progress_server_ = std::make_unique<http::HttpServer>(o);
+    progress_ = std::make_unique<ProgressService>(*client_, *controller_,
+                                                  std::make_shared<spdlog::logger>("p", std::make_shared<spdlog::sinks::null_sink_mt>()));
+    progress_->Register(*progress_server_);
+    EXPECT_TRUE(progress_server_->Start().ok());
+    return progress_server_->port();
   }
 
   Result<Json> WaitJob(const std::string& name, const std::function<bool(const Json&)>& pred) {
     return server_->WaitFor(kTj, "ml", name, [&](const Json& j) { return j.contains("status") && pred(j["status"]); });
+  }
+
+  bool EventuallyExposes(const std::string& line) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (registry_.Expose().find(line) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > end) {
+        ADD_FAILURE() << "metrics never showed " << line << ":\n" << registry_.Expose();
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling interval
+    }
+    return true;
+  }
+
+  // A new operator process takes over (nothing survives but the API objects).
+  void RestartController() {
+    controller_->Stop();
+    worker_.join();
+    controller_.reset();
+    ControllerOptions opts;
+    opts.workers = 2;
+    controller_ = std::make_unique<Controller>(*client_, opts, *metrics_,
+                                               std::make_shared<spdlog::logger>("op2", std::make_shared<spdlog::sinks::null_sink_mt>()),
+                                               RealClock::Instance());
+    ASSERT_TRUE(controller_->StartInformers(std::chrono::seconds(20)).ok());
+    worker_ = std::thread([this] { controller_->Run(); });
   }
 
   // The extender and the kubelet: lift the gate, bind, run.
@@ -99,6 +226,8 @@ class OperatorIntegrationTest : public ::testing::Test {
   std::unique_ptr<OperatorMetrics> metrics_;
   std::unique_ptr<Controller> controller_;
   std::thread worker_;
+  std::unique_ptr<http::HttpServer> progress_server_;
+  std::unique_ptr<ProgressService> progress_;
 };
 
 TEST_F(OperatorIntegrationTest, CreatesGatedGangWithLabelsEnvAndOwners) {
@@ -129,6 +258,9 @@ TEST_F(OperatorIntegrationTest, PreemptedMemberRestartsWholeGangFromCheckpoint) 
   RunPod("llama-a1-0", "gpu-0");
   RunPod("llama-a1-1", "gpu-1");
   ASSERT_TRUE(WaitJob("llama", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  // The dashboard's gang wait and GPU allocation series (metrics follow the status write).
+  EXPECT_TRUE(EventuallyExposes("phalanx_trainingjob_gang_wait_seconds_count 1"));
+  EXPECT_TRUE(EventuallyExposes("phalanx_trainingjob_gpus{phase=\"Running\"} 16"));
   // The scheduler preempts rank 1.
   Json cond = {{"status", {{"conditions", Json::array({Json{{"type", "DisruptionTarget"}, {"status", "True"},
                                                             {"reason", "PreemptionByScheduler"}}})}}}};
@@ -296,6 +428,170 @@ TEST_F(OperatorIntegrationTest, InvalidSpecEndsFailedWithTheReason) {
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_NE((*st)["status"].dump().find("InvalidSpec"), std::string::npos);
   EXPECT_TRUE(server_->List("pods", "ml", "phalanx.io/job-name=bad")->empty());
+}
+
+TEST_F(OperatorIntegrationTest, FailureBacksOffThenRestartsFromTheCheckpoint) {
+  Json j = JobJson("crashy", 2);
+  j["spec"]["failurePolicy"] = {{"maxFailures", 3}, {"backoff", {{"initialSeconds", 2}, {"maxSeconds", 60}}}};
+  ASSERT_TRUE(server_->Create(kTj, j).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=crashy", 2).ok());
+  RunPod("crashy-a1-0", "gpu-0");
+  RunPod("crashy-a1-1", "gpu-1");
+  ASSERT_TRUE(WaitJob("crashy", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  // Rank 1 crashes (exit 143 without DisruptionTarget: a failure) after committing step 50.
+  KubeletTerminate("crashy-a1-1", R"({"step":50,"path":"/ckpt/step-50","committed":true})", /*finish_deletion=*/false);
+  auto decided = WaitJob("crashy", [](const Json& s) { return s.contains("restart") && s["restart"].contains("notBefore"); });
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  const Json& r = (*decided)["status"]["restart"];
+  auto decided_at = ParseRfc3339(r.value("decidedTime", ""));
+  auto not_before = ParseRfc3339(r.value("notBefore", ""));
+  ASSERT_TRUE(decided_at.ok() && not_before.ok()) << r.dump();
+  EXPECT_GE(SecondsBetween(*decided_at, *not_before), 2.0) << "failures back off (initialSeconds 2)";
+  EXPECT_EQ((*decided)["status"]["failures"], 1);
+  // The rest of the gang is drained; the kubelet finishes the deletions.
+  ASSERT_TRUE(server_->WaitFor("pods", "ml", "crashy-a1-0", [](const Json& p) {
+                return p["metadata"].contains("deletionTimestamp");
+              }).ok());
+  KubeletTerminate("crashy-a1-0", "");
+  (void)server_->Delete("pods", "ml", "crashy-a1-1", fa::DeleteOptions{.grace_period_seconds = 0});
+  auto pods = server_->WaitForCount("pods", "ml", "phalanx.io/attempt=2", 2, std::chrono::seconds(60));
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (const Json& pod : *pods) {
+    auto created = ParseRfc3339(pod["metadata"].value("creationTimestamp", ""));
+    ASSERT_TRUE(created.ok());
+    EXPECT_GE(*created, *not_before) << "the new gang started before the backoff ended";
+    EXPECT_EQ(Env(pod, "PHALANX_RESUME_FROM"), "/ckpt/step-50");
+    EXPECT_EQ(Env(pod, "PHALANX_ATTEMPT"), "2");
+  }
+  auto job = server_->Get(kTj, "ml", "crashy");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ((*job)["status"]["failures"], 1);
+  EXPECT_EQ((*job)["status"]["disruptions"], 0);
+  EXPECT_EQ((*job)["status"]["lastRestart"]["class"], "Failure");
+}
+
+// The backoff is in status.restart.notBefore: an operator restart during it neither forgets it
+// nor counts the failure again.
+TEST_F(OperatorIntegrationTest, BackoffSurvivesAnOperatorRestart) {
+  Json j = JobJson("crashy", 2);
+  j["spec"]["failurePolicy"] = {{"maxFailures", 3}, {"backoff", {{"initialSeconds", 3}, {"maxSeconds", 60}}}};
+  ASSERT_TRUE(server_->Create(kTj, j).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=crashy", 2).ok());
+  RunPod("crashy-a1-0", "gpu-0");
+  RunPod("crashy-a1-1", "gpu-1");
+  ASSERT_TRUE(WaitJob("crashy", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  KubeletTerminate("crashy-a1-0", "", /*finish_deletion=*/false);
+  auto decided = WaitJob("crashy", [](const Json& s) { return s.contains("restart") && s["restart"].contains("notBefore"); });
+  ASSERT_TRUE(decided.ok()) << decided.status();
+  auto not_before = ParseRfc3339((*decided)["status"]["restart"].value("notBefore", ""));
+  ASSERT_TRUE(not_before.ok());
+  ASSERT_TRUE(server_->WaitFor("pods", "ml", "crashy-a1-1", [](const Json& p) {
+                return p["metadata"].contains("deletionTimestamp");
+              }).ok());
+  RestartController();
+  KubeletTerminate("crashy-a1-1", "");
+  (void)server_->Delete("pods", "ml", "crashy-a1-0", fa::DeleteOptions{.grace_period_seconds = 0});
+  auto pods = server_->WaitForCount("pods", "ml", "phalanx.io/attempt=2", 2, std::chrono::seconds(60));
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (const Json& pod : *pods) {
+    auto created = ParseRfc3339(pod["metadata"].value("creationTimestamp", ""));
+    ASSERT_TRUE(created.ok());
+    EXPECT_GE(*created, *not_before) << "the restarted operator ignored the persisted backoff";
+  }
+  auto job = server_->Get(kTj, "ml", "crashy");
+  EXPECT_EQ((*job)["status"]["failures"], 1) << "the failure was counted again after the restart";
+  EXPECT_EQ((*job)["status"]["attempt"], 2);
+}
+
+TEST_F(OperatorIntegrationTest, MaxFailuresExceededFailsTheJobWithAReason) {
+  Json j = JobJson("fragile", 2);
+  j["spec"]["failurePolicy"] = {{"maxFailures", 0}};
+  ASSERT_TRUE(server_->Create(kTj, j).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=fragile", 2).ok());
+  RunPod("fragile-a1-0", "gpu-0");
+  RunPod("fragile-a1-1", "gpu-1");
+  ASSERT_TRUE(WaitJob("fragile", [](const Json& s) { return s.value("phase", "") == "Running"; }).ok());
+  KubeletTerminate("fragile-a1-0", "", /*finish_deletion=*/false);
+  auto st = WaitJob("fragile", [](const Json& s) { return s.value("phase", "") == "Failed"; });
+  ASSERT_TRUE(st.ok()) << st.status();
+  bool reason_found = false;
+  for (const Json& c : (*st)["status"]["conditions"]) {
+    if (c.value("type", "") == "Failed" && c.value("status", "") == "True") {
+      EXPECT_EQ(c.value("reason", ""), "MaxFailuresExceeded");
+      EXPECT_FALSE(c.value("message", "").empty());
+      reason_found = true;
+    }
+  }
+  EXPECT_TRUE(reason_found) << (*st)["status"].dump();
+  EXPECT_EQ((*st)["status"]["failures"], 1);
+  EXPECT_TRUE(server_->List("pods", "ml", "phalanx.io/attempt=2")->empty());
+  // cleanPodPolicy Running (default): the still-running rank is deleted.
+  ASSERT_TRUE(server_->WaitFor("pods", "ml", "fragile-a1-1", [](const Json& p) {
+                return p["metadata"].contains("deletionTimestamp");
+              }).ok());
+}
+
+TEST_F(OperatorIntegrationTest, ProgressEndpointAuthenticatesThePodAndMovesTheRecord) {
+  ASSERT_TRUE(server_->Create(kTj, JobJson("llama", 2)).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=llama", 2).ok());
+  auto pod0 = server_->Get("pods", "ml", "llama-a1-0");
+  ASSERT_TRUE(pod0.ok());
+  const std::string uid = (*pod0)["metadata"]["uid"];
+  auto bound = [](const std::string& pod, const std::string& pod_uid) {
+    return fa::TokenUser{"system:serviceaccount:ml:default", "sa-uid", {"system:serviceaccounts"},
+                         {{"authentication.kubernetes.io/pod-name", {pod}},
+                          {"authentication.kubernetes.io/pod-uid", {pod_uid}}}};
+  };
+  server_->AddToken("rank0-token", bound("llama-a1-0", uid));
+  server_->AddToken("stale-token", bound("llama-a1-0", "uid-of-an-earlier-pod"));
+  server_->AddToken("stranger-token", bound("not-a-member", "x"));
+  server_->AddToken("unbound-token", fa::TokenUser{"system:serviceaccount:ml:default", "sa-uid", {}, {}});
+  const uint16_t port = StartProgressEndpoint();
+  const std::string report = R"({"step":1200,"path":"/ckpt/step-1200","committed":true})";
+  EXPECT_EQ(HttpPost(port, "/progress", "", report), 401);
+  EXPECT_EQ(HttpPost(port, "/progress", "forged-token", report), 401);
+  EXPECT_EQ(HttpPost(port, "/progress", "unbound-token", report), 403);
+  EXPECT_EQ(HttpPost(port, "/progress", "stale-token", report), 403);
+  EXPECT_EQ(HttpPost(port, "/progress", "stranger-token", report), 404);
+  EXPECT_EQ(HttpPost(port, "/progress", "rank0-token", "{not json"), 400);
+  EXPECT_EQ(HttpPost(port, "/progress", "rank0-token", report), 200);
+  auto st = WaitJob("llama", [](const Json& s) {
+    return s.contains("checkpoint") && s["checkpoint"]["lastCommitted"].value("step", 0) == 1200;
+  });
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ((*st)["status"]["checkpoint"]["lastCommitted"]["path"], "/ckpt/step-1200");
+  EXPECT_TRUE((*st)["status"].contains("preemptionCost"));
+  // Only forward: an older report is accepted but does not move the record back.
+  EXPECT_EQ(HttpPost(port, "/progress", "rank0-token", R"({"step":900,"path":"/ckpt/step-900","committed":true})"), 200);
+  EXPECT_EQ((*server_->Get(kTj, "ml", "llama"))["status"]["checkpoint"]["lastCommitted"]["step"], 1200);
+  // The audience the operator asked for.
+  bool audience = false;
+  for (const auto& r : server_->Requests()) {
+    if (r.target.find("tokenreviews") != std::string::npos) audience = audience || r.body.find("\"phalanx\"") != std::string::npos;
+  }
+  EXPECT_TRUE(audience) << "TokenReview without audience phalanx";
+}
+
+// docs/operations.md "Backup of TrainingJobs": created suspended, checkpoint record put back
+// through the status subresource, resumed -> the first attempt resumes from it.
+TEST_F(OperatorIntegrationTest, RestoredCheckpointRecordIsResumedFrom) {
+  Json j = JobJson("restored", 2);
+  j["spec"]["runPolicy"]["suspend"] = true;
+  ASSERT_TRUE(server_->Create(kTj, j).ok());
+  ASSERT_TRUE(WaitJob("restored", [](const Json& s) { return s.value("phase", "") == "Suspended"; }).ok());
+  EXPECT_TRUE(server_->List("pods", "ml", "phalanx.io/job-name=restored")->empty());
+  const std::string patch = R"({"status":{"checkpoint":{"lastCommitted":
+      {"step":4200,"path":"/ckpt/step-4200","time":"2026-11-20T10:00:00Z","attempt":7}}}})";
+  auto patched = server_->Patch(kTj, "ml", "restored", fa::PatchType::kMerge, patch, /*status=*/true);
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  ASSERT_TRUE(server_->Patch(kTj, "ml", "restored", fa::PatchType::kMerge, R"({"spec":{"runPolicy":{"suspend":false}}})").ok());
+  auto pods = server_->WaitForCount("pods", "ml", "phalanx.io/job-name=restored", 2);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (const Json& pod : *pods) EXPECT_EQ(Env(pod, "PHALANX_RESUME_FROM"), "/ckpt/step-4200");
+  auto job = server_->Get(kTj, "ml", "restored");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ((*job)["status"]["checkpoint"]["lastCommitted"]["step"], 4200);
+  EXPECT_EQ((*job)["status"]["failures"], 0);
 }
 
 }  // namespace

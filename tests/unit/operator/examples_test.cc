@@ -1,5 +1,6 @@
 // The shipped example manifests decode and validate with the operator's own rules.
-#include <cstdlib>
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -40,17 +41,37 @@ json::Json ToJson(const YAML::Node& n) {
   }
 }
 
+std::vector<std::string> ExampleTrainingJobs() {
+  std::vector<std::string> out;
+  const std::string dir = std::string(PHALANX_TEST_SOURCE_DIR) + "/manifests/examples";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("trainingjob-", 0) == 0 && name.ends_with(".yaml")) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 TEST(ExamplesTest, ExampleTrainingJobsAreValid) {
-  const char* src = std::getenv("PHALANX_SOURCE_DIR");
-  if (src == nullptr) src = PHALANX_TEST_SOURCE_DIR;  // running the binary by hand
-  for (const char* f : {"manifests/examples/trainingjob-llama-8x8.yaml", "manifests/examples/trainingjob-small.yaml"}) {
+  const auto files = ExampleTrainingJobs();
+  ASSERT_GE(files.size(), 3u);
+  bool spot_with_checkpointing = false, high_64_gpus_on_a_rack = false;
+  for (const auto& f : files) {
     SCOPED_TRACE(f);
-    YAML::Node doc = YAML::LoadFile(std::string(src) + "/" + f);
+    YAML::Node doc = YAML::LoadFile(f);
     json::Json j = ToJson(doc);
     auto job = DecodeTrainingJob(j);
     ASSERT_TRUE(job.ok()) << job.status();
     EXPECT_TRUE(job->spec_error.ok()) << job->spec_error;
+    const TrainingJobSpec& s = job->spec;
+    spot_with_checkpointing |= s.scheduling.priority_class_name == "phalanx-spot" && !s.checkpoint.dir.empty() &&
+                               s.checkpoint.flush_seconds > 0 && s.checkpoint.expected_interval_seconds > 0;
+    high_64_gpus_on_a_rack |= s.scheduling.priority_class_name == "phalanx-high" && s.TotalGpus() == 64 &&
+                              s.scheduling.topology.level == "topology.kubernetes.io/rack";
   }
+  // Issue 7: "a spot job with checkpointing; a 64-GPU high-tier job with rack topology".
+  EXPECT_TRUE(spot_with_checkpointing);
+  EXPECT_TRUE(high_64_gpus_on_a_rack);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/log/log.h"
 #include "core/log/logger_factory.h"
+#include "core/metrics/registry.h"
 #include "core/topology/reference_machines.h"
 #include "core/topology/topology_codec.h"
 #include "device-plugin/publish/node_state.h"
@@ -124,10 +125,10 @@ class PublisherTest : public ::testing::Test {
     fake_pr_.reset();
     std::filesystem::remove_all(dir_);
   }
-  Publisher& Make(std::chrono::milliseconds interval = 1000ms) {
+  Publisher& Make(std::chrono::milliseconds interval = 1000ms, const PluginMetrics* metrics = nullptr) {
     publisher_ = std::make_unique<Publisher>(PublisherOptions{.node_name = "node-1", .interval = interval,
                                                               .max_backoff = 4 * interval},
-                                             api_, client_.get(), node_, false, resources_, health_, nullptr,
+                                             api_, client_.get(), node_, false, resources_, health_, metrics,
                                              log::MakeLogger("test"));
     return *publisher_;
   }
@@ -217,6 +218,43 @@ TEST_F(PublisherTest, PendingPodsAreAnnotatedPendingAndNotYetAllocated) {
   // API down: the last list answers.
   api_.fail = UnavailableError("down");
   EXPECT_EQ(p.PendingPods().size(), 1u);
+}
+
+// The extender's choice (phalanx.io/devices) is only a preference: kubelet may allocate
+// other devices. Each pod whose allocation differs is counted once, under its resource.
+TEST_F(PublisherTest, AllocationsThatDifferFromTheAnnotationAreCountedOncePerPod) {
+  metrics::Registry registry;
+  auto m = PluginMetrics::Register(registry);
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto& p = Make(1000ms, m->get());
+  const std::string want_01 = json{{"main", {Gpu(0), Gpu(1)}}}.dump();
+  api_.pods = {
+      PodOnNode{.uid = "u-ok", .ns = "ml", .name = "ok", .phase = "Running", .devices_annotation = want_01},
+      PodOnNode{.uid = "u-bad", .ns = "ml", .name = "bad", .phase = "Running",
+                .devices_annotation = json{{"main", {Gpu(2), Gpu(3)}}}.dump()},
+      PodOnNode{.uid = "u-other", .ns = "ml", .name = "other", .phase = "Running",
+                .devices_annotation = json{{"main", {"GPU-not-on-this-node"}}}.dump()},
+  };
+  fake_pr_->SetPods({
+      fake_kubelet::FakePodResources::MakePod("ml", "ok", "main", "nvidia.com/gpu", {Gpu(0), Gpu(1)}),
+      fake_kubelet::FakePodResources::MakePod("ml", "bad", "main", "nvidia.com/gpu", {Gpu(2), Gpu(0)}),
+      fake_kubelet::FakePodResources::MakePod("ml", "other", "main", "nvidia.com/gpu", {Gpu(3)}),
+  });
+  const std::string series = "phalanx_device_plugin_annotation_mismatches_total{resource=\"nvidia.com/gpu\"}";
+  ASSERT_TRUE(p.PublishOnce().ok());
+  std::string text = registry.Expose();
+  EXPECT_NE(text.find(series + " 1"), std::string::npos) << text;
+  // The next pass sees the same pods: not counted again.
+  ASSERT_TRUE(p.PublishOnce().ok());
+  text = registry.Expose();
+  EXPECT_NE(text.find(series + " 1"), std::string::npos) << text;
+  // Another pod that differs: counted.
+  api_.pods.push_back(PodOnNode{.uid = "u-bad2", .ns = "ml", .name = "bad2", .phase = "Running",
+                                .devices_annotation = want_01});
+  fake_pr_->SetPods({fake_kubelet::FakePodResources::MakePod("ml", "bad2", "main", "nvidia.com/gpu", {Gpu(3)})});
+  ASSERT_TRUE(p.PublishOnce().ok());
+  text = registry.Expose();
+  EXPECT_NE(text.find(series + " 2"), std::string::npos) << text;
 }
 
 }  // namespace

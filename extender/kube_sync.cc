@@ -1,0 +1,161 @@
+#include "extender/kube_sync.h"
+
+#include <algorithm>
+
+#include "core/log/log.h"
+
+namespace phalanx::extender {
+namespace {
+
+kube::InformerOptions Options(const kube::Resource& resource, const ClusterSyncOptions& o) {
+  kube::InformerOptions opts;
+  opts.resource = resource;
+  opts.resync_period = o.resync_period;
+  opts.min_watch_timeout = o.min_watch_timeout;
+  return opts;
+}
+
+bool Relevant(const PodInfo& p) { return p.gpus > 0 || p.IsGangMember(); }
+
+}  // namespace
+
+Result<PodInfo> DecodeInformerPod(const kube::Json& pod) {
+  PHX_ASSIGN_OR_RETURN(PodInfo info, ParsePod(pod));
+  if (Relevant(info)) return info;
+  PodInfo stub;  // keeps the informer's per-key bookkeeping cheap for the many non-GPU pods
+  stub.uid = std::move(info.uid);
+  stub.ns = std::move(info.ns);
+  stub.name = std::move(info.name);
+  return stub;
+}
+
+Result<PodInfo> DecodeInformerPodRaw(std::string_view pod_json) {
+  const bool maybe_relevant = pod_json.find("nvidia.com/") != std::string_view::npos ||
+                              pod_json.find(kGangLabel) != std::string_view::npos ||
+                              pod_json.find(kGangAliasLabel) != std::string_view::npos;
+  if (!maybe_relevant) return PodInfo{};
+  PHX_ASSIGN_OR_RETURN(kube::Json doc, json::Parse(pod_json));
+  return DecodeInformerPod(doc);
+}
+
+Result<PriorityClassInfo> DecodePriorityClass(const kube::Json& object) {
+  PriorityClassInfo out;
+  if (!object.is_object()) return InvalidArgumentError("PriorityClass: expected object");
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
+    out.name = meta->value("name", "");
+  }
+  if (out.name.empty()) return InvalidArgumentError("PriorityClass.metadata.name: missing");
+  if (auto v = object.find("value"); v != object.end() && v->is_number_integer()) {
+    out.value = static_cast<int>(std::clamp<int64_t>(v->get<int64_t>(), INT32_MIN, INT32_MAX));
+  }
+  return out;
+}
+
+ClusterSync::ClusterSync(kube::KubeClient& client, Extender& extender, std::shared_ptr<spdlog::logger> logger,
+                         ClusterSyncOptions options)
+    : watch_classes_(options.watch_priority_classes),
+      extender_(extender),
+      logger_(std::move(logger)),
+      classes_(client, Options(kube::resources::kPriorityClasses, options), DecodePriorityClass),
+      nodes_(client, Options(kube::resources::kNodes, options),
+             [](const kube::Json& j) { return ParseNode(j); }),
+      jobs_(client, Options(kube::resources::kTrainingJobs, options),
+            [](const kube::Json& j) { return ParseTrainingJob(j); }),
+      pods_(client, Options(kube::resources::kPods, options), kube::Informer<PodInfo>::RawDecode{DecodeInformerPodRaw}) {
+  auto upsert_node = [this](const NodeInfo& n) {
+    if (Status st = extender_.OnNode(n); !st.ok()) {
+      PHX_LOG_WARN(logger_, "Node not usable by the ledger", kv("node", n.name.str()), kv("err", st.message()));
+    }
+  };
+  nodes_.AddHandlers({.on_add = upsert_node,
+                      .on_update = [upsert_node](const NodeInfo&, const NodeInfo& cur) { upsert_node(cur); },
+                      .on_delete = [this](const NodeInfo& n) { extender_.OnNodeDeleted(n.name); }});
+  pods_.AddHandlers({.on_add =
+                         [this](const PodInfo& p) {
+                           if (Relevant(p)) extender_.OnPod(WithPriority(p));
+                         },
+                     .on_update =
+                         [this](const PodInfo& old, const PodInfo& cur) {
+                           if (Relevant(cur)) {
+                             extender_.OnPod(WithPriority(cur));
+                           } else if (Relevant(old)) {
+                             extender_.OnPodDeleted(old.uid);
+                           }
+                         },
+                     .on_delete =
+                         [this](const PodInfo& p) {
+                           if (Relevant(p)) extender_.OnPodDeleted(p.uid);
+                         }});
+  // A class seen after its pods (informers sync independently): re-resolve those pods.
+  auto upsert_class = [this](const PriorityClassInfo& pc) {
+    for (const auto& p : pods_.List()) {
+      if (Relevant(*p) && p->priority == 0 && p->priority_class == pc.name) extender_.OnPod(WithPriority(*p));
+    }
+  };
+  classes_.AddHandlers({.on_add = upsert_class,
+                        .on_update = [upsert_class](const PriorityClassInfo&, const PriorityClassInfo& cur) {
+                          upsert_class(cur);
+                        },
+                        .on_delete = nullptr});
+  jobs_.AddHandlers({.on_add = [this](const TrainingJobInfo& j) { extender_.OnTrainingJob(j); },
+                     .on_update = [this](const TrainingJobInfo&, const TrainingJobInfo& cur) { extender_.OnTrainingJob(cur); },
+                     .on_delete = [this](const TrainingJobInfo& j) { extender_.OnTrainingJobDeleted(j.Key()); }});
+}
+
+ClusterSync::~ClusterSync() { Stop(); }
+
+bool ClusterSync::ClassesSynced() const { return !watch_classes_ || classes_.HasSynced(); }
+
+PodInfo ClusterSync::WithPriority(const PodInfo& pod) const {
+  if (pod.priority != 0 || pod.priority_class.empty()) return pod;
+  auto pc = classes_.Get(pod.priority_class);
+  if (!pc) return pod;
+  PodInfo out = pod;
+  out.priority = pc->value;
+  return out;
+}
+
+void ClusterSync::Start() {
+  // PriorityClasses and nodes first: pods are resolved against them as they arrive.
+  if (watch_classes_) classes_.Start();
+  nodes_.Start();
+  jobs_.Start();
+  pods_.Start();
+}
+
+void ClusterSync::Stop() {
+  pods_.Stop();
+  jobs_.Stop();
+  nodes_.Stop();
+  classes_.Stop();
+}
+
+bool ClusterSync::Synced() const {
+  return ClassesSynced() && nodes_.HasSynced() && jobs_.HasSynced() && pods_.HasSynced();
+}
+
+std::string ClusterSync::Pending() const {
+  std::string out;
+  auto add = [&out](bool synced, const char* name) {
+    if (synced) return;
+    if (!out.empty()) out += ", ";
+    out += name;
+  };
+  add(nodes_.HasSynced(), "nodes");
+  add(pods_.HasSynced(), "pods");
+  add(jobs_.HasSynced(), "trainingjobs.phalanx.io");
+  add(ClassesSynced(), "priorityclasses.scheduling.k8s.io");
+  return out;
+}
+
+bool ClusterSync::WaitForSync(std::chrono::milliseconds timeout) const {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()));
+  };
+  return (!watch_classes_ || classes_.WaitForSync(left())) && nodes_.WaitForSync(left()) && jobs_.WaitForSync(left()) &&
+         pods_.WaitForSync(left());
+}
+
+}  // namespace phalanx::extender

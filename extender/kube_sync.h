@@ -1,0 +1,79 @@
+// ClusterSync: the informers of API-server mode (DESIGN §2.5, issue 5 item 2) feeding the
+// Extender's ledger: nodes, pods (all namespaces), TrainingJobs (phalanx.io/v1alpha1) and
+// PriorityClasses. Adds and updates call Extender::OnNode/OnPod/OnTrainingJob, deletes the
+// matching On*Deleted. Pods that request no GPU and carry no gang label are kept as a tiny
+// stub (the informer needs an object per key) and never reach the ledger.
+// A pod without spec.priority (no Priority admission plugin) gets its PriorityClass's value.
+//
+// Synced() turns true once every informer has listed and its handlers ran: only then is the
+// ledger a faithful picture and /readyz may pass.
+// Thread-safe. Start() once; Stop() (or the destructor) joins the informer threads.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "core/kube/client.h"
+#include "core/kube/informer.h"
+#include "extender/extender.h"
+#include "extender/k8s_objects.h"
+
+namespace phalanx::extender {
+
+struct PriorityClassInfo {
+  std::string name;
+  int value = 0;
+};
+
+// Decoders (pure; exposed for tests). A pod that requests no GPU and has no gang label
+// decodes to a stub with only uid/ns/name.
+Result<PodInfo> DecodeInformerPod(const kube::Json& pod);
+// The informer's decoder, from the object's raw text: most pods of a cluster request no GPU,
+// and a pod whose text mentions neither an nvidia.com/ resource nor a gang label becomes an
+// empty stub without being parsed (a stub never reaches the ledger, so it needs no field).
+Result<PodInfo> DecodeInformerPodRaw(std::string_view pod_json);
+Result<PriorityClassInfo> DecodePriorityClass(const kube::Json& object);
+
+struct ClusterSyncOptions {
+  std::chrono::milliseconds resync_period{0};
+  // Reflector tuning: how long a watch may stay open before it is re-opened.
+  std::chrono::seconds min_watch_timeout{300};
+  // False: no PriorityClass informer (pods without spec.priority keep 0). The daemon turns it
+  // off when RBAC forbids listing PriorityClasses rather than never becoming ready.
+  bool watch_priority_classes = true;
+};
+
+class ClusterSync {
+ public:
+  ClusterSync(kube::KubeClient& client, Extender& extender, std::shared_ptr<spdlog::logger> logger,
+              ClusterSyncOptions options = {});
+  ~ClusterSync();
+  ClusterSync(const ClusterSync&) = delete;
+  ClusterSync& operator=(const ClusterSync&) = delete;
+
+  void Start();
+  void Stop();
+  bool Synced() const;
+  // Names of the informers that have not synced yet ("" when all have).
+  std::string Pending() const;
+  // Waits until Synced() or the timeout (false then).
+  bool WaitForSync(std::chrono::milliseconds timeout) const;
+
+ private:
+  PodInfo WithPriority(const PodInfo& pod) const;
+  bool ClassesSynced() const;
+
+  const bool watch_classes_;
+  Extender& extender_;
+  std::shared_ptr<spdlog::logger> logger_;
+  kube::Informer<PriorityClassInfo> classes_;
+  kube::Informer<NodeInfo> nodes_;
+  kube::Informer<TrainingJobInfo> jobs_;
+  kube::Informer<PodInfo> pods_;
+};
+
+}  // namespace phalanx::extender
