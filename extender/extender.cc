@@ -249,7 +249,11 @@ std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
     return g.last_no_fit = fmt::format("gang {}: topology level \"{}\" is not configured (topologyLevels)",
                                        g.key.str(), g.level);
   }
-  auto planned = placement::PlanGang(ledger_.state(), SpecOf(g, std::max(*min, live)));
+  // kube-scheduler counts a nominated preemptor's resources as taken on its node; a plan that
+  // took them would stall the preemptor behind a lower tier (and the gang behind the
+  // scheduler's own fit), so plan as if they were held.
+  const std::optional<placement::ClusterState> held = StateWithNominatedHolds(g.priority);
+  auto planned = placement::PlanGang(held ? *held : ledger_.state(), SpecOf(g, std::max(*min, live)));
   if (!planned.ok()) return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), planned.status().message());
   if (!planned->fits()) return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), planned->no_fit->Message());
   const GangKey key = g.key;
@@ -257,6 +261,28 @@ std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
   if (!st.ok()) return fmt::format("gang {}: {}", key.str(), st.message());
   stats_.gangs_admitted++;
   return "";
+}
+
+std::optional<placement::ClusterState> Extender::StateWithNominatedHolds(int priority) const {
+  std::optional<placement::ClusterState> state;
+  for (const auto& [uid, rec] : ledger_.pods()) {
+    const PodInfo& p = rec.info;
+    if (p.nominated_node.empty() || !p.node_name.empty() || p.deleting || p.Terminal() || p.gpus <= 0 ||
+        p.priority <= priority || rec.holding != Holding::kNone) {
+      continue;
+    }
+    if (!state) state.emplace(ledger_.state());
+    const auto index = state->FindNode(NodeName(p.nominated_node));
+    if (!index) continue;
+    placement::GpuMask free = state->node(*index).free, take = 0;
+    for (int n = 0; n < p.gpus && free != 0; ++n) {
+      const placement::GpuMask lowest = free & (~free + 1);
+      take |= lowest;
+      free &= ~lowest;
+    }
+    if (take != 0) (void)state->Allocate(PodUid("nominated:" + uid.str()), NodeName(p.nominated_node), take, p.priority);
+  }
+  return state;
 }
 
 FilterResult Extender::FilterGang(const FilterArgs& args) {

@@ -29,6 +29,15 @@ Result<PodInfo> DecodeInformerPod(const kube::Json& pod) {
   return stub;
 }
 
+Result<PodInfo> DecodeInformerPodRaw(std::string_view pod_json) {
+  const bool maybe_relevant = pod_json.find("nvidia.com/") != std::string_view::npos ||
+                              pod_json.find(kGangLabel) != std::string_view::npos ||
+                              pod_json.find(kGangAliasLabel) != std::string_view::npos;
+  if (!maybe_relevant) return PodInfo{};
+  PHX_ASSIGN_OR_RETURN(kube::Json doc, json::Parse(pod_json));
+  return DecodeInformerPod(doc);
+}
+
 Result<PriorityClassInfo> DecodePriorityClass(const kube::Json& object) {
   PriorityClassInfo out;
   if (!object.is_object()) return InvalidArgumentError("PriorityClass: expected object");
@@ -44,14 +53,15 @@ Result<PriorityClassInfo> DecodePriorityClass(const kube::Json& object) {
 
 ClusterSync::ClusterSync(kube::KubeClient& client, Extender& extender, std::shared_ptr<spdlog::logger> logger,
                          ClusterSyncOptions options)
-    : extender_(extender),
+    : watch_classes_(options.watch_priority_classes),
+      extender_(extender),
       logger_(std::move(logger)),
       classes_(client, Options(kube::resources::kPriorityClasses, options), DecodePriorityClass),
       nodes_(client, Options(kube::resources::kNodes, options),
              [](const kube::Json& j) { return ParseNode(j); }),
       jobs_(client, Options(kube::resources::kTrainingJobs, options),
             [](const kube::Json& j) { return ParseTrainingJob(j); }),
-      pods_(client, Options(kube::resources::kPods, options), DecodeInformerPod) {
+      pods_(client, Options(kube::resources::kPods, options), kube::Informer<PodInfo>::RawDecode{DecodeInformerPodRaw}) {
   auto upsert_node = [this](const NodeInfo& n) {
     if (Status st = extender_.OnNode(n); !st.ok()) {
       PHX_LOG_WARN(logger_, "Node not usable by the ledger", kv("node", n.name.str()), kv("err", st.message()));
@@ -76,12 +86,25 @@ ClusterSync::ClusterSync(kube::KubeClient& client, Extender& extender, std::shar
                          [this](const PodInfo& p) {
                            if (Relevant(p)) extender_.OnPodDeleted(p.uid);
                          }});
+  // A class seen after its pods (informers sync independently): re-resolve those pods.
+  auto upsert_class = [this](const PriorityClassInfo& pc) {
+    for (const auto& p : pods_.List()) {
+      if (Relevant(*p) && p->priority == 0 && p->priority_class == pc.name) extender_.OnPod(WithPriority(*p));
+    }
+  };
+  classes_.AddHandlers({.on_add = upsert_class,
+                        .on_update = [upsert_class](const PriorityClassInfo&, const PriorityClassInfo& cur) {
+                          upsert_class(cur);
+                        },
+                        .on_delete = nullptr});
   jobs_.AddHandlers({.on_add = [this](const TrainingJobInfo& j) { extender_.OnTrainingJob(j); },
                      .on_update = [this](const TrainingJobInfo&, const TrainingJobInfo& cur) { extender_.OnTrainingJob(cur); },
                      .on_delete = [this](const TrainingJobInfo& j) { extender_.OnTrainingJobDeleted(j.Key()); }});
 }
 
 ClusterSync::~ClusterSync() { Stop(); }
+
+bool ClusterSync::ClassesSynced() const { return !watch_classes_ || classes_.HasSynced(); }
 
 PodInfo ClusterSync::WithPriority(const PodInfo& pod) const {
   if (pod.priority != 0 || pod.priority_class.empty()) return pod;
@@ -94,7 +117,7 @@ PodInfo ClusterSync::WithPriority(const PodInfo& pod) const {
 
 void ClusterSync::Start() {
   // PriorityClasses and nodes first: pods are resolved against them as they arrive.
-  classes_.Start();
+  if (watch_classes_) classes_.Start();
   nodes_.Start();
   jobs_.Start();
   pods_.Start();
@@ -108,7 +131,7 @@ void ClusterSync::Stop() {
 }
 
 bool ClusterSync::Synced() const {
-  return classes_.HasSynced() && nodes_.HasSynced() && jobs_.HasSynced() && pods_.HasSynced();
+  return ClassesSynced() && nodes_.HasSynced() && jobs_.HasSynced() && pods_.HasSynced();
 }
 
 std::string ClusterSync::Pending() const {
@@ -121,7 +144,7 @@ std::string ClusterSync::Pending() const {
   add(nodes_.HasSynced(), "nodes");
   add(pods_.HasSynced(), "pods");
   add(jobs_.HasSynced(), "trainingjobs.phalanx.io");
-  add(classes_.HasSynced(), "priorityclasses.scheduling.k8s.io");
+  add(ClassesSynced(), "priorityclasses.scheduling.k8s.io");
   return out;
 }
 
@@ -131,7 +154,7 @@ bool ClusterSync::WaitForSync(std::chrono::milliseconds timeout) const {
     return std::max(std::chrono::milliseconds(0),
                     std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()));
   };
-  return classes_.WaitForSync(left()) && nodes_.WaitForSync(left()) && jobs_.WaitForSync(left()) &&
+  return (!watch_classes_ || classes_.WaitForSync(left())) && nodes_.WaitForSync(left()) && jobs_.WaitForSync(left()) &&
          pods_.WaitForSync(left());
 }
 

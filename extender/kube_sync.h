@@ -32,12 +32,19 @@ struct PriorityClassInfo {
 // Decoders (pure; exposed for tests). A pod that requests no GPU and has no gang label
 // decodes to a stub with only uid/ns/name.
 Result<PodInfo> DecodeInformerPod(const kube::Json& pod);
+// The informer's decoder, from the object's raw text: most pods of a cluster request no GPU,
+// and a pod whose text mentions neither an nvidia.com/ resource nor a gang label becomes an
+// empty stub without being parsed (a stub never reaches the ledger, so it needs no field).
+Result<PodInfo> DecodeInformerPodRaw(std::string_view pod_json);
 Result<PriorityClassInfo> DecodePriorityClass(const kube::Json& object);
 
 struct ClusterSyncOptions {
   std::chrono::milliseconds resync_period{0};
   // Reflector tuning: how long a watch may stay open before it is re-opened.
   std::chrono::seconds min_watch_timeout{300};
+  // False: no PriorityClass informer (pods without spec.priority keep 0). The daemon turns it
+  // off when RBAC forbids listing PriorityClasses rather than never becoming ready.
+  bool watch_priority_classes = true;
 };
 
 class ClusterSync {
@@ -58,7 +65,9 @@ class ClusterSync {
 
  private:
   PodInfo WithPriority(const PodInfo& pod) const;
+  bool ClassesSynced() const;
 
+  const bool watch_classes_;
   Extender& extender_;
   std::shared_ptr<spdlog::logger> logger_;
   kube::Informer<PriorityClassInfo> classes_;

@@ -477,6 +477,15 @@ json::Json Ledger::ToJson() const {
               {"allocated", placement::GpuList(s.allocated)},
               {"reserved", placement::GpuList(s.reserved)}};
     if (!rec->info.topology_error.empty()) n["topologyError"] = rec->info.topology_error;
+    if (const placement::MigNode* mig = mig_.Find(rec->info.name)) {
+      Json devices = Json::array();
+      for (size_t i = 0; i < mig->slices().size(); ++i) {
+        const placement::MigSlice& d = mig->slices()[i];
+        devices.push_back({{"gpu", d.gpu}, {"profile", d.profile}, {"device", d.device_id}, {"healthy", d.healthy},
+                           {"pod", mig->holder(i).str()}});
+      }
+      n["mig"] = std::move(devices);
+    }
     jn.push_back(std::move(n));
   }
   out["nodes"] = std::move(jn);

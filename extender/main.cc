@@ -5,6 +5,7 @@
 //   Embedded mode (--cluster-snapshot F): the ledger comes from a file, writes are recorded.
 // Flags are validated before anything starts. The only place real clients, servers and the
 // RealClock are constructed.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -22,6 +23,7 @@
 #include "core/base/clock.h"
 #include "core/base/shutdown_signal.h"
 #include "core/base/version.h"
+#include "core/kube/api_error.h"
 #include "core/kube/client.h"
 #include "core/kube/config.h"
 #include "core/kube/leader_election.h"
@@ -151,6 +153,10 @@ int RunEmbedded(ShutdownSignal& shutdown, const Flags& flags, const extender::Ex
   ext.RecoverCommitted();
   PHX_LOG_INFO(logger, "Loaded cluster snapshot", kv("file", flags.snapshot_file), kv("nodes", snapshot->nodes.size()),
                kv("pods", snapshot->pods.size()), kv("trainingJobs", snapshot->training_jobs.size()));
+  // The ledger has its own copy: give the parsed file back to the OS (a 100,000-pod snapshot
+  // is ~50 MB of text and objects; RSS budget DESIGN §6).
+  snapshot = extender::Snapshot{};
+  ::malloc_trim(0);
 
   extender::ExtenderServer server(ext, registry, addresses);
   if (Status st = server.Start(); !st.ok()) return Fail("starting HTTP servers: " + std::string(st.message()));
@@ -207,7 +213,15 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
     if (auto g = (*family)->WithLabels({}); g.ok()) (*g)->SetCallback([&] { return leadership.IsLeader() ? 1.0 : 0.0; });
   }
 
-  extender::ClusterSync sync(**client, ext, logger);
+  extender::ClusterSyncOptions sync_options;
+  if (auto probe = (*client)->List(kube::resources::kPriorityClasses, "", {.limit = 1});
+      !probe.ok() && kube::IsForbidden(probe.status())) {
+    // Pods carry spec.priority wherever the Priority admission plugin runs (always, in practice).
+    PHX_LOG_WARN(logger, "Not allowed to list PriorityClasses; using each pod's spec.priority only",
+                 kv("err", probe.status().message()));
+    sync_options.watch_priority_classes = false;
+  }
+  extender::ClusterSync sync(**client, ext, logger, sync_options);
   sync.Start();
   std::unique_ptr<kube::LeaderElector> elector;
   if (flags.leader_elect) {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/json/fast_json.h"
+
 namespace phalanx::extender {
 namespace {
 
@@ -29,27 +31,65 @@ Status AddItem(const json::Json& item, std::string_view kind, const std::string&
 
 }  // namespace
 
+// The file is walked with simdjson on-demand and only one item at a time becomes a DOM: a
+// 100,000-pod snapshot (~50 MB) as one nlohmann document peaked above 500 MB RSS, and the
+// freed DOM stayed in the daemon's heap (bench/extender/RESULTS-section.md).
 Result<Snapshot> ParseSnapshot(std::string_view text) {
-  PHX_ASSIGN_OR_RETURN(json::Json doc, json::Parse(text, size_t{4} << 30));
-  if (!doc.is_object()) return InvalidArgumentError("snapshot: expected a JSON object");
+  json::FastJsonParser parser;
+  PHX_ASSIGN_OR_RETURN(simdjson::ondemand::document * doc, parser.Iterate(text));
+  simdjson::ondemand::object root;
+  if (doc->get_object().get(root)) return InvalidArgumentError("snapshot: expected a JSON object");
   Snapshot out;
-  if (auto items = doc.find("items"); items != doc.end() && items->is_array()) {
-    for (size_t i = 0; i < items->size(); ++i) {
-      const json::Json& item = (*items)[i];
-      const std::string kind = item.is_object() && item.contains("kind") && item["kind"].is_string()
-                                   ? item["kind"].get<std::string>()
-                                   : "";
-      PHX_RETURN_IF_ERROR(AddItem(item, kind, fmt::format("items[{}] ({})", i, kind.empty() ? "no kind" : kind), out));
+  bool have_items = false;
+  for (auto field : root) {
+    std::string_view key;
+    if (auto err = field.unescaped_key().get(key)) return json::SimdjsonError(err, "snapshot");
+    const char* kind = key == "items"          ? ""
+                       : key == "nodes"        ? "Node"
+                       : key == "pods"         ? "Pod"
+                       : key == "trainingJobs" ? "TrainingJob"
+                                               : nullptr;
+    if (kind == nullptr) continue;  // apiVersion, kind, metadata, ...
+    if (have_items && *kind != '\0') continue;  // a List's items win over the object form
+    const std::string where_key(key);
+    simdjson::ondemand::value value;
+    if (auto err = field.value().get(value)) return json::SimdjsonError(err, "snapshot." + where_key);
+    simdjson::ondemand::json_type type;
+    if (auto err = value.type().get(type)) return json::SimdjsonError(err, "snapshot." + where_key);
+    if (type == simdjson::ondemand::json_type::null) continue;
+    if (type != simdjson::ondemand::json_type::array) {
+      if (*kind == '\0') continue;  // the old reader ignored a non-array "items"
+      return InvalidArgumentError(fmt::format("snapshot.{}: expected an array", where_key));
     }
-    return out;
-  }
-  for (const auto& [key, kind] : {std::pair<const char*, const char*>{"nodes", "Node"}, {"pods", "Pod"},
-                                  {"trainingJobs", "TrainingJob"}}) {
-    auto list = doc.find(key);
-    if (list == doc.end() || list->is_null()) continue;
-    if (!list->is_array()) return InvalidArgumentError(fmt::format("snapshot.{}: expected an array", key));
-    for (size_t i = 0; i < list->size(); ++i) {
-      PHX_RETURN_IF_ERROR(AddItem((*list)[i], kind, fmt::format("{}[{}]", key, i), out));
+    if (*kind == '\0') have_items = true;
+    simdjson::ondemand::array list;
+    if (auto err = value.get_array().get(list)) return json::SimdjsonError(err, "snapshot." + where_key);
+    size_t i = 0;
+    for (auto element : list) {
+      const size_t at = i++;
+      simdjson::ondemand::value item_value;
+      if (auto err = element.get(item_value)) {
+        return json::SimdjsonError(err, fmt::format("snapshot.{}[{}]", where_key, at));
+      }
+      simdjson::ondemand::object object;
+      std::string_view raw;
+      if (item_value.get_object().get(object) || object.raw_json().get(raw)) {
+        if (*kind == '\0') {
+          out.skipped++;  // not an object: no kind
+          continue;
+        }
+        return InvalidArgumentError(fmt::format("{}[{}]: expected an object", where_key, at));
+      }
+      auto item = json::Parse(raw);
+      if (!item.ok()) return InvalidArgumentError(fmt::format("{}[{}]: {}", where_key, at, item.status().message()));
+      std::string item_kind = kind;
+      if (item_kind.empty() && item->contains("kind") && (*item)["kind"].is_string()) {
+        item_kind = (*item)["kind"].get<std::string>();
+      }
+      const std::string where = *kind == '\0'
+                                    ? fmt::format("items[{}] ({})", at, item_kind.empty() ? "no kind" : item_kind)
+                                    : fmt::format("{}[{}]", where_key, at);
+      PHX_RETURN_IF_ERROR(AddItem(*item, item_kind, where, out));
     }
   }
   return out;

@@ -29,21 +29,24 @@ Status RequireBody(std::string_view body) {
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
-  for (char c : s) {
+  // Node names never need escaping: copy runs of plain bytes at once (this loop is per name
+  // of a 5,000-name reply) and escape only what must be.
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<int>(c));
-        } else {
-          out.push_back(c);
-        }
+      default: out += fmt::format("\\u{:04x}", static_cast<int>(c));
     }
   }
+  out.append(s.data() + run, s.size() - run);
   out.push_back('"');
 }
 
@@ -75,6 +78,8 @@ Result<FilterArgs> ParseFilterArgs(std::string_view body, json::FastJsonParser& 
       if (type != json_type::array) return InvalidArgumentError("NodeNames: expected an array of strings or null");
       simdjson::ondemand::array names;
       if (auto err = value.get_array().get(names)) return WireError("NodeNames", err);
+      // A quoted name and its comma are rarely under 12 bytes: one allocation, not ~13 regrowths.
+      args.node_names.reserve(body.size() / 12);
       for (auto item : names) {
         std::string_view name;
         if (auto err = item.get_string().get(name)) return WireError("NodeNames[]: expected a string", err);

@@ -52,6 +52,7 @@ ClusterState::ClusterState(const ClusterState& other)
       live_(other.live_),
       free_slots_(other.free_slots_),
       by_name_(other.by_name_),
+      name_index_(other.name_index_),
       pods_(other.pods_),
       plans_(other.plans_),
       pools_(other.pools_),
@@ -257,6 +258,7 @@ Result<NodeIndex> ClusterState::AddNode(NodeSpec spec) {
     slots_.emplace_back();
   }
   by_name_.emplace(spec.name, i);
+  name_index_.Insert(spec.name.str(), i);
   nodes_[static_cast<size_t>(i)].spec = std::move(spec);
   slots_[static_cast<size_t>(i)].live_pos = static_cast<int32_t>(live_.size());
   live_.push_back(i);
@@ -306,6 +308,7 @@ Result<NodeRemoval> ClusterState::RemoveNode(const NodeName& name) {
   slots_[static_cast<size_t>(live_.back())].live_pos = static_cast<int32_t>(lpos);
   SwapRemove(live_, lpos);
   slot.live_pos = -1;
+  name_index_.Erase(name.str(), [this](int32_t n) -> std::string_view { return nodes_[static_cast<size_t>(n)].spec.name.str(); });
   by_name_.erase(it);
   nodes_[static_cast<size_t>(i)] = NodeState{};
   free_slots_.push_back(i);
@@ -313,9 +316,9 @@ Result<NodeRemoval> ClusterState::RemoveNode(const NodeName& name) {
 }
 
 std::optional<NodeIndex> ClusterState::FindNode(const NodeName& name) const {
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return std::nullopt;
-  return it->second;
+  return name_index_.FindWith(name.str(), [this](int32_t i) -> std::string_view {
+    return nodes_[static_cast<size_t>(i)].spec.name.str();
+  });
 }
 
 PoolId ClusterState::FindPool(std::string_view pool) const {

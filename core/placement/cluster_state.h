@@ -48,6 +48,7 @@
 #include "core/base/result.h"
 #include "core/base/status.h"
 #include "core/placement/device_set.h"
+#include "core/placement/node_name_index.h"
 
 namespace phalanx::placement {
 
@@ -273,6 +274,7 @@ class ClusterState {
   std::vector<NodeIndex> live_;
   std::vector<NodeIndex> free_slots_;
   std::unordered_map<NodeName, NodeIndex> by_name_;
+  NodeNameIndex name_index_;  // same mapping, flat: FindNode's hot path (extender filter)
   std::unordered_map<PodUid, PodAllocation> pods_;
   std::unordered_map<GangKey, Reservation> plans_;
   std::vector<PoolInfo> pools_;

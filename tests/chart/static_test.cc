@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -352,6 +353,46 @@ TEST(MetricsTest, IssueSixOperatorMetricNamesAreRegistered) {
                            "phalanx_operator_reconcile_total", "phalanx_operator_workqueue_depth"}) {
     EXPECT_TRUE(code.count(want)) << want;
   }
+}
+
+// --- links between the user docs ------------------------------------------------------------
+
+// GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens.
+std::string Slug(const std::string& heading) {
+  std::string out;
+  for (char c : heading) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      out += static_cast<char>(std::tolower(u));
+    } else if (c == ' ' || c == '-') {
+      out += '-';
+    } else if (u >= 0x80) {
+      out += c;  // keep UTF-8 as is
+    }
+  }
+  return out;
+}
+
+TEST(ChartDocsTest, LinksBetweenDocsPointAtExistingFilesAndHeadings) {
+  const std::regex link(R"re(\]\(([a-z-]+\.md)(?:#([a-z0-9-]+))?\))re");
+  const std::regex heading(R"re((?:^|\n)#+ ([^\n]+))re");
+  int checked = 0;
+  for (const char* doc : {"install.md", "configuration.md", "operations.md", "troubleshooting.md", "user-guide.md",
+                          "operator.md", "trainingjob.md", "extender.md", "device-plugin.md"}) {
+    SCOPED_TRACE(doc);
+    const std::string text = ReadFile(SourceDir() + "/docs/" + doc);
+    ASSERT_FALSE(text.empty());
+    for (std::sregex_iterator it(text.begin(), text.end(), link), end; it != end; ++it) {
+      const std::string target = ReadFile(SourceDir() + "/docs/" + (*it)[1].str());
+      ++checked;
+      EXPECT_FALSE(target.empty()) << (*it)[0] << ": no docs/" << (*it)[1];
+      if (!(*it)[2].matched || target.empty()) continue;
+      std::set<std::string> anchors;
+      for (std::sregex_iterator h(target.begin(), target.end(), heading), hend; h != hend; ++h) anchors.insert(Slug((*h)[1]));
+      EXPECT_TRUE(anchors.count((*it)[2])) << (*it)[0] << ": docs/" << (*it)[1] << " has no heading #" << (*it)[2];
+    }
+  }
+  EXPECT_GE(checked, 10);
 }
 
 }  // namespace

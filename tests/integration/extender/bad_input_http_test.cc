@@ -167,6 +167,15 @@ TEST_F(BadInputTest, UnknownNodesAreFailedWithReasonsAndUnknownPodsChangeNothing
     EXPECT_FALSE(unresolvable[ghost].get<std::string>().empty());
   }
 
+  // A name that needs every kind of escaping comes back as the same string.
+  const std::string odd = "gh\"o\\st\n\t\x01\xc3\xa9";
+  r = conn.Request("POST", "/v1/filter",
+                   R"({"Pod":)" + PodJson() + R"(,"NodeNames":[)" + json::Dump(json::Json(odd)) + "]}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  reply = json::Parse(r.body);
+  ASSERT_TRUE(reply.ok()) << r.body;
+  EXPECT_TRUE((*reply)["FailedAndUnresolvableNodes"].contains(odd)) << r.body;
+
   r = conn.Request("POST", "/v1/prioritize", R"({"Pod":)" + PodJson() + R"(,"NodeNames":["ghost-1","node-b"]})");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find(R"({"Host":"ghost-1","Score":0})"), std::string::npos) << r.body;

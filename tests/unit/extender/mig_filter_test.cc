@@ -137,6 +137,12 @@ TEST(MigBindTest, BindWritesMigUuidsChargesTheLedgerAndTheNextPodSeesIt) {
   EXPECT_EQ(calls[0].value, R"({"infer":["MIG-n-1-0"]})");
   EXPECT_EQ(calls[1].verb, "bind");
   c.ext.DrainForTest();
+  // GET /debug/state lists the node's MIG devices and their holders.
+  const auto state = c.ext.StateJson();
+  const auto& mig = state["nodes"][0]["mig"];
+  ASSERT_EQ(mig.size(), 11u);
+  EXPECT_EQ(mig[7]["profile"], "3g.40gb");
+  EXPECT_EQ(mig[7]["pod"], "uid-p");
   // The only 3g.40gb device of the node is now held.
   FilterResult next = c.ext.Filter(Args(MigPod("q", "3g.40gb", 1), {"n"}));
   EXPECT_TRUE(next.passed.empty());

@@ -1,0 +1,80 @@
+// The informers of API-server mode (issue 5 item 2): adds, updates and deletes of nodes, pods
+// and PriorityClasses reach the ledger; readiness waits for the sync and survives RBAC that
+// forbids PriorityClasses.
+#include "tests/integration/extender/apiserver_harness.h"
+
+namespace phalanx::extender::itest {
+namespace {
+
+struct SyncFixture : ::testing::Test {
+  Cluster cluster;
+  std::unique_ptr<ExtenderProcess> ext;
+  void SetUp() override { cluster.Start(::testing::UnitTest::GetInstance()->current_test_info()->name()); }
+  void TearDown() override {
+    if (HasFailure() && ext) std::cerr << "--- extender log ---\n" << ext->Log() << "\n";
+  }
+  void StartExtender() {
+    ext = std::make_unique<ExtenderProcess>(::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                                            cluster.kubeconfig);
+    ASSERT_TRUE(ext->WaitReady()) << ext->Log();
+  }
+  Json PodState(const std::string& key) {
+    const Json state = ext->State();
+    for (const auto& p : state["pods"]) {
+      if (p["pod"] == key) return p;
+    }
+    return Json();
+  }
+};
+
+TEST_F(SyncFixture, NodeAndPodAddsUpdatesAndDeletesReachTheLedger) {
+  StartExtender();
+  cluster.Seed(DgxNode("dgx-1"));
+  ASSERT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["totalGpus"] == 8; })) << ext->State().dump();
+  cluster.Seed(Pod({.name = "a", .gpus = 3, .priority = 1000, .node = "dgx-1"}));
+  ASSERT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 5; })) << ext->State().dump();
+  // The device plugin's commit of devices moves the assumption onto the real GPUs.
+  ASSERT_TRUE(cluster.server
+                  ->Patch("pods", "ml", "a", fa::PatchType::kMerge,
+                          R"({"metadata":{"annotations":{"phalanx.io/devices":"{\"main\":[\"GPU-dgx-1-5\",\"GPU-dgx-1-6\",\"GPU-dgx-1-7\"]}"}}})")
+                  .ok());
+  ASSERT_TRUE(WaitUntil([&] { return PodState("ml/a")["gpus"] == Json::array({5, 6, 7}); })) << ext->State().dump();
+  EXPECT_EQ(PodState("ml/a")["holding"], "committed");
+  // Pods without GPUs never reach the ledger (neither a zero request nor no resources at all).
+  cluster.Seed(Pod({.name = "zero", .gpus = 0, .node = "dgx-1"}));
+  Json cpu = Pod({.name = "cpu", .node = "dgx-1"});
+  cpu["spec"]["containers"][0].erase("resources");
+  cluster.Seed(cpu);
+  cluster.Seed(Pod({.name = "b", .gpus = 1, .priority = 1000, .node = "dgx-1"}));  // after them in the watch
+  ASSERT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 4; })) << ext->State().dump();
+  EXPECT_EQ(ext->State()["cluster"]["pods"], 2);
+  ASSERT_TRUE(cluster.server->Delete("pods", "ml", "b", {.grace_period_seconds = 0}).ok());
+  ASSERT_TRUE(cluster.server->Delete("pods", "ml", "a", {.grace_period_seconds = 0}).ok());
+  ASSERT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 8; })) << ext->State().dump();
+  ASSERT_TRUE(cluster.server->Delete("nodes", "", "dgx-1").ok());
+  ASSERT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["totalGpus"] == 0; })) << ext->State().dump();
+}
+
+TEST_F(SyncFixture, APodWithoutSpecPriorityGetsItsPriorityClassValue) {
+  cluster.Seed(Json{{"apiVersion", "scheduling.k8s.io/v1"},
+                    {"kind", "PriorityClass"},
+                    {"metadata", {{"name", "phalanx-high"}}},
+                    {"value", 10000}});
+  Json pod = Pod({.name = "g-0", .gpus = 1, .gang = "g", .min_members = 2, .gated = true});
+  pod["spec"].erase("priority");
+  pod["spec"]["priorityClassName"] = "phalanx-high";
+  cluster.Seed(pod);
+  StartExtender();
+  ASSERT_TRUE(WaitUntil([&] { return PodState("ml/g-0")["priority"] == 10000; })) << ext->State().dump();
+}
+
+TEST_F(SyncFixture, ForbiddenPriorityClassesDoNotKeepTheExtenderUnready) {
+  cluster.server->FailNext({.verb = "list", .path_contains = "priorityclasses", .code = 403, .count = 1});
+  cluster.Seed(DgxNode("dgx-1"));
+  StartExtender();
+  EXPECT_EQ(ext->State()["cluster"]["totalGpus"], 8);
+  EXPECT_NE(ext->Log().find("Not allowed to list PriorityClasses"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace phalanx::extender::itest
