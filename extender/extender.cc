@@ -1069,6 +1069,11 @@ std::string Extender::Explain(std::string_view ns_name) const {
   return out;
 }
 
+void Extender::ReadLedger(const std::function<void(const Ledger&)>& read) const {
+  std::shared_lock lock(mu_);
+  read(ledger_);
+}
+
 json::Json Extender::StateJson() const {
   std::shared_lock lock(mu_);
   json::Json out = ledger_.ToJson();

@@ -106,6 +106,8 @@ class Extender {
   // --- introspection -----------------------------------------------------------------
   std::string Explain(std::string_view ns_name) const;
   json::Json StateJson() const;
+  // Runs `read` over the ledger under the read lock (GPU gauges on scrape; keep it short).
+  void ReadLedger(const std::function<void(const Ledger&)>& read) const;
   size_t HeldBinds() const;
   const ExtenderStats& stats() const { return stats_; }
   const ExtenderConfig& config() const { return config_; }

@@ -38,6 +38,7 @@
 #include "extender/kube_cluster_writer.h"
 #include "extender/kube_leadership.h"
 #include "extender/kube_sync.h"
+#include "extender/scheduler_lease_follower.h"
 #include "extender/server.h"
 #include "extender/snapshot.h"
 
@@ -81,11 +82,16 @@ Result<Duration> ParseDuration(std::string_view text) {
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(value * scale));
 }
 
-std::string Identity() {
+// This pod's name ($POD_NAME, else the hostname, which is the pod name in Kubernetes).
+std::string PodName() {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
+  return Env("POD_NAME", host);
+}
+
+std::string Identity() {
   std::random_device rd;
-  return fmt::format("{}_{:08x}", Env("POD_NAME", host), rd());
+  return fmt::format("{}_{:08x}", PodName(), rd());
 }
 
 // Calls `tick` every kTickPeriod on its own thread until stopped.
@@ -130,6 +136,7 @@ struct Flags {
   std::string lease_namespace = Env("POD_NAMESPACE", "phalanx-system");
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
   bool standby_ready = false;
+  std::string follow_scheduler_lease;  // NAMESPACE/NAME; "" = campaign on our own
   log::LogOptions log_options;
 };
 
@@ -191,6 +198,14 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   if (flags.leader_elect) {
     if (Status st = kube::ValidateLeaderElectionConfig(lec); !st.ok()) return Fail(std::string(st.message()));
   }
+  extender::FollowerOptions follow{.pod = PodName(), .election = lec};
+  if (!flags.follow_scheduler_lease.empty()) {
+    if (!flags.leader_elect) return Fail("--follow-scheduler-lease needs --leader-elect=true");
+    if (Status st = extender::ParseLeaseRef(flags.follow_scheduler_lease, &follow.lease_namespace, &follow.lease_name);
+        !st.ok()) {
+      return Fail("--follow-scheduler-lease " + std::string(st.message()));
+    }
+  }
   auto kube_config = kube::ResolveConfig(flags.kubeconfig);
   if (!kube_config.ok()) return Fail(std::string(kube_config.status().message()));
   kube::ClientOptions client_options;
@@ -224,7 +239,23 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   extender::ClusterSync sync(**client, ext, logger, sync_options);
   sync.Start();
   std::unique_ptr<kube::LeaderElector> elector;
-  if (flags.leader_elect) {
+  std::unique_ptr<extender::SchedulerLeaseFollower> follower;  // replaces `elector` (scheduler_lease_follower.h)
+  if (!flags.follow_scheduler_lease.empty()) {
+    follower = std::make_unique<extender::SchedulerLeaseFollower>(
+        **client, leadership, follow,
+        extender::FollowerCallbacks{
+            [&] { leadership.SetActive(false); },
+            [&](const Status& st) {
+              PHX_LOG_ERROR(logger, "Lost the Lease; exiting", kv("err", st.message()));
+              spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->flush(); });
+              std::fflush(nullptr);
+              std::_Exit(kExitRuntime);
+            },
+            [&](const std::string& holder, extender::FollowAction action) {
+              PHX_LOG_INFO(logger, "Scheduler Lease holder", kv("lease", flags.follow_scheduler_lease),
+                           kv("holder", holder), kv("action", std::string(extender::FollowActionName(action))));
+            }});
+  } else if (flags.leader_elect) {
     elector = std::make_unique<kube::LeaderElector>(
         **client, lec,
         kube::LeaderCallbacks{
@@ -258,6 +289,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   });
 
   std::thread election;
+  if (follower) election = std::thread([&] { follower->Run(); });
   if (elector) {
     election = std::thread([&] {
       Status st = elector->Run();
@@ -282,6 +314,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
     server.SetReady(false);
     ticker.Stop();
     if (elector) elector->Stop();  // releases the Lease so a standby takes over at once
+    if (follower) follower->Stop();
     server.Shutdown();
     sync.Stop();
   });
@@ -335,6 +368,9 @@ int main(int argc, char** argv) {
   app.add_flag("--standby-ready", f.standby_ready,
                  "Report /readyz OK on a synced standby replica too (default: only the active extender is ready)")
       ->capture_default_str();
+  app.add_option("--follow-scheduler-lease", f.follow_scheduler_lease,
+                 "NAMESPACE/NAME of kube-scheduler's Lease: campaign for our Lease only while the kube-scheduler of "
+                 "this pod ($POD_NAME, else hostname) holds it (scheduler replicas > 1)");
   log::AddLogFlags(app, f.log_options);
   CLI11_PARSE(app, argc, argv);
 

@@ -9,6 +9,7 @@
 #include "core/metrics/counter.h"
 #include "core/metrics/gauge.h"
 #include "core/metrics/histogram.h"
+#include "extender/ledger_metrics.h"
 
 namespace phalanx::extender {
 namespace {
@@ -107,7 +108,14 @@ void ExtenderServer::Register(http::HttpServer& server, bool verbs, bool debug) 
     *reason = "ledger not synced yet";
     return false;
   };
-  if (debug) endpoints.metrics = [this] { return registry_.Expose(); };
+  if (debug) {
+    // Cluster GPU gauges are computed from the ledger on each scrape (extender/ledger_metrics.h).
+    auto gpus = std::make_shared<LedgerMetrics>(registry_);
+    endpoints.metrics = [this, gpus] {
+      gpus->Refresh(extender_);
+      return registry_.Expose();
+    };
+  }
   http::AddStandardEndpoints(server, std::move(endpoints));
   if (debug) {
     server.Handle("GET", "/debug/state", http::SyncHandler([this](const http::Request&) {

@@ -617,6 +617,12 @@ TEST(MonitoringTest, ServiceMonitorAndDashboardAreOffByDefaultAndCompleteWhenOn)
       if (Str(rule, {"alert"}) == "PhalanxStaleCheckpoints") {
         EXPECT_NE(Str(rule, {"expr"}).find("> 7200"), std::string::npos) << "checkpointAgeSeconds not applied";
       }
+      if (Str(rule, {"alert"}) == "PhalanxFragmentedWithPendingGangs") {
+        EXPECT_NE(Str(rule, {"expr"}).find("> 0.7)"), std::string::npos) << "fragmentationRatio not applied";
+        EXPECT_EQ(Str(rule, {"for"}), "1h");
+        // The annotation keeps Prometheus' own template, not Helm's.
+        EXPECT_NE(Str(rule, {"annotations", "summary"}).find("{{ $labels.pool }}"), std::string::npos);
+      }
     }
   }
   EXPECT_EQ(groups, (std::set<std::string>{"phalanx-scheduling", "phalanx-devices", "phalanx-trainingjobs"}));

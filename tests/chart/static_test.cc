@@ -130,10 +130,9 @@ TEST(ChartContractTest, GrafanaDashboardShowsWhatOperatorsWatch) {
           << "panel " << p.at("title") << " queries a non-Phalanx metric";
     }
   }
-  // Issue 7 also asks for a fragmentation panel: no daemon exports a fragmentation metric yet
-  // (the extender's ledger would), and MetricsTest below forbids panels on metrics nobody exports.
-  for (const char* want : {"Gang wait", "Held binds", "GPU allocation", "Preemptions", "Lost GPU-hours",
-                           "Device health"}) {
+  // Issue 7's list; the fragmentation and per-pool allocation panels read the extender's ledger gauges.
+  for (const char* want : {"Gang wait", "Held binds", "GPU allocation", "GPU allocation by pool", "GPU fragmentation",
+                           "Preemptions", "Lost GPU-hours", "Device health"}) {
     EXPECT_NE(titles.find(want), std::string::npos) << "no panel about: " << want;
   }
   EXPECT_EQ(dash.at("uid"), "phalanx-overview");
