@@ -13,7 +13,7 @@
 //
 // pool = the capacity pool (node label phalanx.io/gpu.product); nodes without it are
 // pool="unlabelled". Computed on scrape: one pass over nodes and pods under the ledger's
-// read lock (~ms at 5,000 nodes; bench/extender/RESULTS-section.md). A pool that vanishes
+// read lock (~ms at 5,000 nodes; bench/RESULTS.md, Extender). A pool that vanishes
 // keeps its series at 0 (metric children are never removed).
 //
 // SummarizeLedger is pure; LedgerMetrics is thread-safe.

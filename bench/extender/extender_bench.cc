@@ -6,7 +6,7 @@
 //   BM_PrioritizeServerTime/N   prioritize, same cluster as BM_FilterServerTime
 //   BM_GangAdmission            256 gated members x 8 GPUs over 5,000 nodes: one admission
 //                               pass (Tick) that plans, reserves and lifts the gates
-// Command: build/bench/extender/extender_bench (see RESULTS-section.md).
+// Command: build/bench/extender/extender_bench (see bench/RESULTS.md, Extender).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
