@@ -70,7 +70,8 @@ void Extender::OnPod(const PodInfo& pod) {
   // (the gate lift, the devices patch) must not drop the GPUs charged for that bind.
   if (pod.node_name.empty() && !pod.deleting && !pod.Terminal()) {
     const PodRecord* rec = ledger_.FindPod(pod.uid);
-    if (rec && rec->holding != Holding::kNone && !rec->info.node_name.empty()) {
+    const bool charged = rec && (rec->holding != Holding::kNone || ledger_.mig().FindPod(pod.uid));
+    if (charged && !rec->info.node_name.empty()) {
       PodInfo merged = pod;
       merged.node_name = rec->info.node_name;
       if (!merged.devices) merged.devices = rec->info.devices;
@@ -108,9 +109,30 @@ void Extender::RecoverCommitted() {
     if (!rec) continue;
     for (const std::string& uuid : rec->uuids) node_of.emplace(uuid, name);
   }
+  // A gang reached its commit point only when min-members of its live members carry
+  // devices; fewer means the previous extender died while writing them: nothing of that
+  // gang is bound, and the partial annotations are removed so the gang is planned afresh.
+  const MonotonicTime now = clock_.Now();
+  std::map<GangKey, int> with_devices;
+  for (const auto& [uid, rec] : ledger_.pods()) {
+    const PodInfo& p = rec.info;
+    if (p.IsGangMember() && p.devices && !p.devices->empty() && !p.Terminal() && !p.deleting) with_devices[p.Gang()]++;
+  }
+  auto committed = [&](const GangKey& key) {
+    const GangRecord* g = ledger_.FindGang(key);
+    if (!g) return false;
+    const int min = g->MinMembers(now).value_or(static_cast<int>(g->members.size()));
+    return with_devices[key] >= min;
+  };
   for (const auto& [uid, rec] : ledger_.pods()) {
     const PodInfo& p = rec.info;
     if (!p.IsGangMember() || !p.node_name.empty() || !p.devices || p.Terminal() || p.deleting) continue;
+    if (!committed(p.Gang())) {
+      io_.Submit([this, ref = RefOf(p)] {
+        if (!writer_.PatchPodDevices(ref, "").ok()) stats_.write_errors++;
+      });
+      continue;
+    }
     std::optional<NodeName> node;
     for (const auto& [container, ids] : *p.devices) {
       for (const std::string& id : ids) {
@@ -249,7 +271,11 @@ std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
     return g.last_no_fit = fmt::format("gang {}: topology level \"{}\" is not configured (topologyLevels)",
                                        g.key.str(), g.level);
   }
-  auto planned = placement::PlanGang(ledger_.state(), SpecOf(g, std::max(*min, live)));
+  // kube-scheduler counts a nominated preemptor's resources as taken on its node; a plan that
+  // took them would stall the preemptor behind a lower tier (and the gang behind the
+  // scheduler's own fit), so plan as if they were held.
+  const std::optional<placement::ClusterState> held = StateWithNominatedHolds(g.priority);
+  auto planned = placement::PlanGang(held ? *held : ledger_.state(), SpecOf(g, std::max(*min, live)));
   if (!planned.ok()) return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), planned.status().message());
   if (!planned->fits()) return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), planned->no_fit->Message());
   const GangKey key = g.key;
@@ -257,6 +283,28 @@ std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
   if (!st.ok()) return fmt::format("gang {}: {}", key.str(), st.message());
   stats_.gangs_admitted++;
   return "";
+}
+
+std::optional<placement::ClusterState> Extender::StateWithNominatedHolds(int priority) const {
+  std::optional<placement::ClusterState> state;
+  for (const auto& [uid, rec] : ledger_.pods()) {
+    const PodInfo& p = rec.info;
+    if (p.nominated_node.empty() || !p.node_name.empty() || p.deleting || p.Terminal() || p.gpus <= 0 ||
+        p.priority <= priority || rec.holding != Holding::kNone) {
+      continue;
+    }
+    if (!state) state.emplace(ledger_.state());
+    const auto index = state->FindNode(NodeName(p.nominated_node));
+    if (!index) continue;
+    placement::GpuMask free = state->node(*index).free, take = 0;
+    for (int n = 0; n < p.gpus && free != 0; ++n) {
+      const placement::GpuMask lowest = free & (~free + 1);
+      take |= lowest;
+      free &= ~lowest;
+    }
+    if (take != 0) (void)state->Allocate(PodUid("nominated:" + uid.str()), NodeName(p.nominated_node), take, p.priority);
+  }
+  return state;
 }
 
 FilterResult Extender::FilterGang(const FilterArgs& args) {

@@ -131,6 +131,10 @@ class Extender {
   placement::GangSpec SpecOf(const GangRecord& g, int members) const;
   // Plans and reserves; "" on success, else why not (also kept in last_no_fit).
   std::string TryPlan(GangRecord& g, MonotonicTime now);
+  // The cluster as a gang of priority `priority` may plan on it: the ledger's state, minus the
+  // GPUs that pending higher-priority pods were nominated to by kube-scheduler's preemption
+  // (nullopt = no such pod; plan on the ledger's state itself).
+  std::optional<placement::ClusterState> StateWithNominatedHolds(int priority) const;
   void ReleaseBarrier(const GangKey& key);          // exclusive lock held
   void FailBarrier(const GangKey& key, const std::string& why);  // exclusive lock held
   int CommittedMembers(const GangKey& key) const;

@@ -270,6 +270,7 @@ Result<PodInfo> ParsePod(const Json& pod) {
                  : phase == "Failed"    ? PodPhase::kFailed
                  : phase == "Pending"   ? PodPhase::kPending
                                         : PodPhase::kUnknown;
+    info.nominated_node = StringOr(*status, "nominatedNodeName");
     if (auto t = StringField(status, "startTime")) {
       if (auto parsed = ParseRfc3339(*t); parsed.ok()) info.start_time = *parsed;
     }

@@ -68,6 +68,9 @@ struct PodInfo {
   std::string ns;
   std::string name;
   std::string node_name;  // spec.nodeName; "" = unbound
+  // status.nominatedNodeName: kube-scheduler preempted for this pod there and waits for the
+  // victims to go; its GPUs on that node are spoken for (see Extender::TryPlan).
+  std::string nominated_node;
   PodPhase phase = PodPhase::kPending;
   bool deleting = false;  // metadata.deletionTimestamp set
   int gpus = 0;           // effective nvidia.com/gpu request (max(sum of containers, any init container))

@@ -15,7 +15,8 @@ kube::InformerOptions Options(const kube::Resource& resource, const ClusterSyncO
   return opts;
 }
 
-bool Relevant(const PodInfo& p) { return p.gpus > 0 || p.IsGangMember(); }
+// Whole GPUs, MIG devices, or a gang label: what the ledger tracks.
+bool Relevant(const PodInfo& p) { return p.gpus > 0 || !p.mig.empty() || p.IsGangMember(); }
 
 }  // namespace
 

@@ -1,7 +1,7 @@
 // ClusterSync: the informers of API-server mode (DESIGN §2.5, issue 5 item 2) feeding the
 // Extender's ledger: nodes, pods (all namespaces), TrainingJobs (phalanx.io/v1alpha1) and
 // PriorityClasses. Adds and updates call Extender::OnNode/OnPod/OnTrainingJob, deletes the
-// matching On*Deleted. Pods that request no GPU and carry no gang label are kept as a tiny
+// matching On*Deleted. Pods that request no GPU (whole or MIG) and carry no gang label are kept as a tiny
 // stub (the informer needs an object per key) and never reach the ledger.
 // A pod without spec.priority (no Priority admission plugin) gets its PriorityClass's value.
 //

@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
   app.add_option("--read-timeout-seconds", f.read_timeout_seconds,
                  "A request must arrive within this long; idle keep-alive connections close after it")
       ->capture_default_str()->check(CLI::Range(1, 3600));
-  app.add_option("--leader-elect", f.leader_elect,
+  app.add_flag("--leader-elect", f.leader_elect,
                  "Elect one active extender on a Lease (only it admits gangs, lifts gates and binds)")
       ->capture_default_str();
   app.add_option("--leader-elect-resource-name,--lease-name", f.lease_name, "Name of the Lease")->capture_default_str();
@@ -365,7 +365,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--leader-elect-retry-period", f.retry_period, "Interval of acquire/renew attempts")
       ->capture_default_str();
-  app.add_option("--standby-ready", f.standby_ready,
+  app.add_flag("--standby-ready", f.standby_ready,
                  "Report /readyz OK on a synced standby replica too (default: only the active extender is ready)")
       ->capture_default_str();
   app.add_option("--follow-scheduler-lease", f.follow_scheduler_lease,

@@ -33,7 +33,7 @@ Status AddItem(const json::Json& item, std::string_view kind, const std::string&
 
 // The file is walked with simdjson on-demand and only one item at a time becomes a DOM: a
 // 100,000-pod snapshot (~50 MB) as one nlohmann document peaked above 500 MB RSS, and the
-// freed DOM stayed in the daemon's heap (bench/extender/RESULTS-section.md).
+// freed DOM stayed in the daemon's heap (bench/RESULTS.md, Extender).
 Result<Snapshot> ParseSnapshot(std::string_view text) {
   json::FastJsonParser parser;
   PHX_ASSIGN_OR_RETURN(simdjson::ondemand::document * doc, parser.Iterate(text));

@@ -357,7 +357,7 @@ int RunHeldBinds(const Daemon& d, int held, int nodes) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"Loopback load driver for phalanx-extender (bench/extender/RESULTS-section.md)"};
+  CLI::App app{"Loopback load driver for phalanx-extender (bench/RESULTS.md, Extender)"};
   std::string binary = "build/extender/phalanx-extender", names_list = "500,5000", verbs_list = "filter,prioritize";
   std::string clients_list = "1,2";
   int nodes = 5000, pods = 0, held = 0;

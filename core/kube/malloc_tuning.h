@@ -3,7 +3,7 @@
 // Each list page is a multi-megabyte body (500 pods ~ 2.5 MB) allocated and freed per page.
 // glibc raises its mmap threshold after such frees, so later pages land on the heap and leave it
 // fragmented: the 5,000-node + 100,000-pod sync measured 255 MB RSS untuned vs ~120 MB with a
-// fixed 1 MiB threshold (bench/core/kube/RESULTS-section.md). Call once at the start of main().
+// fixed 1 MiB threshold (bench/RESULTS.md, core/kube). Call once at the start of main().
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // text of each item, watch lines split into type + raw object, and the few metadata fields the
 // cache needs (namespace, name, resourceVersion). Lets informers decode each object exactly once,
 // straight into the user's lean struct, without building a JSON tree for a whole page
-// (bench/core/kube/RESULTS-section.md: nlohmann parsing was ~85% of an initial sync).
+// (bench/RESULTS.md, core/kube section: nlohmann parsing was ~85% of an initial sync).
 // A RawObjectReader owns reusable buffers: one per thread. Not thread-safe.
 #pragma once
 

@@ -1,8 +1,8 @@
 #include "core/placement/mig.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -45,20 +45,32 @@ std::optional<int> MigComputeSlices(std::string_view profile) {
   return g;
 }
 
-MigNode::MigNode(std::vector<MigSlice> slices) : slices_(std::move(slices)), holders_(slices_.size()) {}
-
-int MigNode::Total(std::string_view profile) const {
-  return static_cast<int>(std::count_if(slices_.begin(), slices_.end(), [&](const MigSlice& s) { return s.profile == profile; }));
+MigNode::MigNode(std::vector<MigSlice> slices) : slices_(std::move(slices)), holders_(slices_.size()) {
+  for (size_t i = 0; i < slices_.size(); ++i) {
+    auto it = std::find_if(by_profile_.begin(), by_profile_.end(), [&](const auto& e) { return e.first == slices_[i].profile; });
+    if (it == by_profile_.end()) it = by_profile_.insert(by_profile_.end(), {slices_[i].profile, {}});
+    it->second.push_back(static_cast<int>(i));
+  }
 }
 
+const std::vector<int>& MigNode::DevicesOf(std::string_view profile) const {
+  static const std::vector<int> kNone;
+  for (const auto& [name, devices] : by_profile_)
+    if (name == profile) return devices;
+  return kNone;
+}
+
+int MigNode::Total(std::string_view profile) const { return static_cast<int>(DevicesOf(profile).size()); }
+
 int MigNode::Healthy(std::string_view profile) const {
-  return static_cast<int>(
-      std::count_if(slices_.begin(), slices_.end(), [&](const MigSlice& s) { return s.profile == profile && s.healthy; }));
+  int n = 0;
+  for (int d : DevicesOf(profile)) n += slices_[static_cast<size_t>(d)].healthy;
+  return n;
 }
 
 int MigNode::Free(std::string_view profile) const {
   int n = 0;
-  for (size_t i = 0; i < slices_.size(); ++i) n += slices_[i].profile == profile && IsFree(i);
+  for (int d : DevicesOf(profile)) n += IsFree(static_cast<size_t>(d));
   return n;
 }
 
@@ -139,12 +151,17 @@ MigFeasibility CheckMigFit(const MigNode& node, const MigRequest& r) {
   MigFeasibility f;
   f.profile = r.profile;
   f.requested = r.count;
-  f.total = node.Total(r.profile);
-  f.free = node.Free(r.profile);
+  const std::vector<int>& devices = node.DevicesOf(r.profile);
+  int healthy = 0;
+  for (int d : devices) {
+    healthy += node.slices()[static_cast<size_t>(d)].healthy;
+    f.free += node.IsFree(static_cast<size_t>(d));
+  }
+  f.total = static_cast<int>(devices.size());
   if (node.empty()) f.reason = MigUnfitReason::kNoMig;
   else if (f.total == 0) f.reason = MigUnfitReason::kNoSuchProfile;
   else if (f.total < r.count) f.reason = MigUnfitReason::kTooFewDevices;
-  else if (node.Healthy(r.profile) < r.count) f.reason = MigUnfitReason::kUnhealthy;
+  else if (healthy < r.count) f.reason = MigUnfitReason::kUnhealthy;
   else if (f.free < r.count) f.reason = MigUnfitReason::kInUse;
   return f;
 }
@@ -152,43 +169,58 @@ MigFeasibility CheckMigFit(const MigNode& node, const MigRequest& r) {
 std::optional<MigChoice> ChooseMigDevices(const MigNode& node, const MigRequest& r) {
   if (r.count < 1 || !CheckMigFit(node, r).fits()) return std::nullopt;
   const auto& slices = node.slices();
-  std::map<int, int> free_on_gpu;  // free compute slices per GPU, updated as we pick
-  for (const MigSlice& s : slices) free_on_gpu.try_emplace(s.gpu, node.FreeComputeOnGpu(s.gpu));
+  // Per parent GPU: free and total compute slices, updated as we pick. One pass: the
+  // extender scores thousands of nodes per request.
+  std::array<int, 64> free_on_gpu{}, total_on_gpu{};
+  int node_total = 0, node_free = 0;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const size_t g = static_cast<size_t>(std::clamp(slices[i].gpu, 0, 63));
+    total_on_gpu[g] += slices[i].compute_slices;
+    node_total += slices[i].compute_slices;
+    if (node.IsFree(i)) {
+      free_on_gpu[g] += slices[i].compute_slices;
+      node_free += slices[i].compute_slices;
+    }
+  }
+  auto gpu_of = [&](size_t i) { return static_cast<size_t>(std::clamp(slices[i].gpu, 0, 63)); };
+  const std::vector<int>& candidates = node.DevicesOf(r.profile);
   std::vector<bool> taken(slices.size(), false);
   MigChoice choice;
+  choice.devices.reserve(static_cast<size_t>(r.count));
+  int taken_compute = 0;
   for (int k = 0; k < r.count; ++k) {
     int best = -1;
-    for (size_t i = 0; i < slices.size(); ++i) {
-      if (taken[i] || !node.IsFree(i) || slices[i].profile != r.profile) continue;
+    for (int c : candidates) {
+      const size_t i = static_cast<size_t>(c);
+      if (taken[i] || !node.IsFree(i)) continue;
       if (best < 0) {
         best = static_cast<int>(i);
         continue;
       }
-      const MigSlice& b = slices[static_cast<size_t>(best)];
-      const int fi = free_on_gpu[slices[i].gpu], fb = free_on_gpu[b.gpu];
+      const size_t b = static_cast<size_t>(best);
+      const int fi = free_on_gpu[gpu_of(i)], fb = free_on_gpu[gpu_of(b)];
       // Fullest GPU first; the scan order keeps the lowest GPU and device on ties.
-      if (fi < fb || (fi == fb && slices[i].gpu < b.gpu)) best = static_cast<int>(i);
+      if (fi < fb || (fi == fb && slices[i].gpu < slices[b].gpu)) best = static_cast<int>(i);
     }
     if (best < 0) return std::nullopt;  // unreachable after CheckMigFit
-    taken[static_cast<size_t>(best)] = true;
-    free_on_gpu[slices[static_cast<size_t>(best)].gpu] -= slices[static_cast<size_t>(best)].compute_slices;
+    const size_t b = static_cast<size_t>(best);
+    taken[b] = true;
+    free_on_gpu[gpu_of(b)] -= slices[b].compute_slices;
+    taken_compute += slices[b].compute_slices;
     choice.devices.push_back(best);
   }
   std::sort(choice.devices.begin(), choice.devices.end());
   // Fill after placing: of the GPUs touched, and of the node's whole MIG capacity.
-  int gpu_total = 0, gpu_free_after = 0, taken_compute = 0;
-  std::vector<int> touched;
+  int gpu_total = 0, gpu_free_after = 0;
+  std::array<bool, 64> touched{};
   for (int d : choice.devices) {
-    taken_compute += slices[static_cast<size_t>(d)].compute_slices;
-    const int g = slices[static_cast<size_t>(d)].gpu;
-    if (std::find(touched.begin(), touched.end(), g) == touched.end()) touched.push_back(g);
-  }
-  for (int g : touched) {
-    gpu_total += node.TotalComputeOnGpu(g);
+    const size_t g = gpu_of(static_cast<size_t>(d));
+    if (touched[g]) continue;
+    touched[g] = true;
+    gpu_total += total_on_gpu[g];
     gpu_free_after += free_on_gpu[g];
   }
-  const int node_total = node.TotalCompute();
-  const int node_free_after = node.FreeCompute() - taken_compute;
+  const int node_free_after = node_free - taken_compute;
   const double gpu_fill = gpu_total > 0 ? static_cast<double>(gpu_total - gpu_free_after) / gpu_total : 1.0;
   const double node_fill = node_total > 0 ? static_cast<double>(node_total - node_free_after) / node_total : 1.0;
   choice.score = std::clamp(5.0 * gpu_fill + 5.0 * node_fill, 0.0, 10.0);

@@ -70,10 +70,14 @@ class MigNode {
   int Release(const PodUid& pod);
   // Devices `pod` holds, ascending.
   std::vector<int> HeldBy(const PodUid& pod) const;
+  // Devices of a profile, ascending; empty if the node has none.
+  const std::vector<int>& DevicesOf(std::string_view profile) const;
 
  private:
   std::vector<MigSlice> slices_;
   std::vector<PodUid> holders_;
+  // Per profile, its devices: filter and score touch only the requested profile's.
+  std::vector<std::pair<std::string, std::vector<int>>> by_profile_;
 };
 
 struct MigRequest {

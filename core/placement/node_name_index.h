@@ -2,7 +2,7 @@
 // backward-shift deletion), for the extender's hot path: a filter or prioritize call resolves
 // up to 5,000 candidate names. std::unordered_map chases a heap pointer per bucket and per
 // node, and on the (nested-virtualised) build machines those scattered misses were 2/3 of the
-// filter's server time (bench/extender/RESULTS-section.md); here a lookup reads one 16-byte slot
+// filter's server time (bench/RESULTS.md, Extender); here a lookup reads one 16-byte slot
 // of a contiguous array, then the caller's copy of the name to confirm the match.
 // Names are not stored: Find takes a function returning the name of an index, so the index
 // never disagrees with the node table. Pure; thread-compatible.

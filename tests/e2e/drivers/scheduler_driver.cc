@@ -55,6 +55,14 @@ void SchedulerDriver::SetExtenderUrl(std::string url) {
   extender_url_ = std::move(url);
 }
 
+void SchedulerDriver::Hold(std::string label, std::string value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hold_label_ = std::move(label);
+  hold_value_ = std::move(value);
+}
+
+void SchedulerDriver::Release() { Hold("", ""); }
+
 std::vector<ExtenderCall> SchedulerDriver::calls() const {
   std::lock_guard<std::mutex> lock(mu_);
   return calls_;
@@ -107,6 +115,7 @@ void SchedulerDriver::ScheduleOnce() {
       if (Str(p, "spec", "schedulerName") != options_.scheduler_name) continue;
       if (!NodeName(p).empty() || Terminating(p) || Finished(p) || Gated(p)) continue;
       if (assumed_.count(Uid(p))) continue;
+      if (!hold_label_.empty() && Label(p, hold_label_) == hold_value_) continue;
       auto r = retry_after_.find(Uid(p));
       if (r != retry_after_.end() && now < r->second) continue;
       queue.push_back(&p);

@@ -63,6 +63,10 @@ class SchedulerDriver {
   // Points at another extender URL (an extender restarted on a new port).
   void SetExtenderUrl(std::string url);
 
+  // Leaves pods with this label value alone (a slow scheduler) until Release(); "" = none.
+  void Hold(std::string label, std::string value);
+  void Release();
+
   std::vector<ExtenderCall> calls() const;
   std::vector<std::string> errors() const;
   // Pods deleted as preemption victims, in order ("<ns>/<name>").
@@ -89,6 +93,7 @@ class SchedulerDriver {
 
   mutable std::mutex mu_;
   std::string extender_url_;
+  std::string hold_label_, hold_value_;
   std::map<std::string, Assumed> assumed_;                                    // uid -> node
   std::map<std::string, std::chrono::steady_clock::time_point> retry_after_;  // uid -> not before
   std::vector<ExtenderCall> calls_;

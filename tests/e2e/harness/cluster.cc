@@ -247,7 +247,11 @@ Status Cluster::StartExtender() {
   if (extender_metrics_port_ == 0) extender_metrics_port_ = FreePort();
   std::vector<std::string> args = {"--kubeconfig", kubeconfig_, "--config", config,
                                    "--listen", fmt::format("127.0.0.1:{}", extender_port_),
-                                   "--metrics-addr", fmt::format("127.0.0.1:{}", extender_metrics_port_)};
+                                   "--metrics-addr", fmt::format("127.0.0.1:{}", extender_metrics_port_),
+                                   // Shortened so that a restarted extender (new identity) takes the
+                                   // Lease of the killed one within seconds.
+                                   "--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
+                                   "--leader-elect-retry-period", "500ms"};
   for (const auto& a : options_.extra_extender_args) args.push_back(a);
   Status error;
   extender_ = Launch("extender", BinaryPath("extender/phalanx-extender"), args,

@@ -70,6 +70,8 @@ class Cluster {
   Process* operator_process() { return operator_.get(); }
   Process* extender_process() { return extender_.get(); }
   SchedulerDriver* scheduler() { return scheduler_.get(); }
+  // The extender's verbs, as the chart's urlPrefix: "http://127.0.0.1:PORT/v1".
+  std::string extender_url() const { return "http://127.0.0.1:" + std::to_string(extender_port_) + "/v1"; }
   // Kills the extender (SIGKILL, a crash) and starts it again on the same ports.
   Status RestartExtender();
 

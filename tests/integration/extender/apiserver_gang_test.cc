@@ -163,6 +163,18 @@ TEST_F(GangFixture, ANewActiveExtenderBindsACommittedButUnboundMember) {
   EXPECT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 14; })) << ext->State().dump();
 }
 
+TEST_F(GangFixture, APartialCommitPointFromADeadExtenderIsUndoneNotBound) {
+  // Died while writing devices: one of two members carries them, the other does not.
+  cluster.Seed(Pod({.name = "h-0", .gpus = 2, .gang = "h", .min_members = 2, .priority = 1000,
+                    .devices = R"({"main":["GPU-dgx-2-6","GPU-dgx-2-7"]})"}));
+  cluster.Seed(Pod({.name = "h-1", .gpus = 2, .gang = "h", .min_members = 2, .priority = 1000}));
+  StartExtender();
+  ASSERT_TRUE(WaitUntil([&] { return !HasDevices(cluster.Get("ml", "h-0")); })) << ext->Log();
+  EXPECT_FALSE(IsBound(cluster.Get("ml", "h-0")));
+  EXPECT_FALSE(IsBound(cluster.Get("ml", "h-1")));
+  EXPECT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["freeGpus"] == 16; })) << ext->State().dump();
+}
+
 // Binds all 8 members concurrently (after filtering each); returns each bind's error.
 std::vector<std::string> BindAll(GangFixture& f, const std::string& gang) {
   std::vector<std::future<HttpReply>> binds;

@@ -181,7 +181,7 @@ class ExtenderProcess {
   }
 
   bool Ready() { return Http(metrics_port_, "GET", "/readyz").status == 200; }
-  bool WaitReady() { return WaitUntil([&] { return Ready(); }); }
+  bool WaitReady(std::chrono::seconds deadline = kDeadline) { return WaitUntil([&] { return Ready(); }, deadline); }
   Json State() {
     auto r = Http(metrics_port_, "GET", "/debug/state");
     auto j = json::Parse(r.body);
@@ -226,6 +226,25 @@ inline Json DgxNode(const std::string& name, const std::string& product = "H100"
                {{"allocatable", {{"nvidia.com/gpu", "8"}, {"cpu", "64"}}},
                 {"capacity", {{"nvidia.com/gpu", "8"}, {"cpu", "64"}}},
                 {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+}
+
+// The a100-mig reference machine (GPU 0 = 7 x 1g.10gb, GPU 1 = 3g.40gb + 2g.20gb + 2 x 1g.10gb,
+// GPUs 2-7 whole) with node-unique UUIDs.
+inline Json A100MigNode(const std::string& name) {
+  auto topo = topology::MakeA100MigNode();
+  for (size_t i = 0; i < topo.gpus.size(); ++i) {
+    topo.gpus[i].uuid = GpuUuid("GPU-" + name + "-" + std::to_string(i));
+    for (size_t k = 0; k < topo.gpus[i].mig_devices.size(); ++k) {
+      topo.gpus[i].mig_devices[k].uuid = GpuUuid("MIG-" + name + "-" + std::to_string(i) + "-" + std::to_string(k));
+    }
+  }
+  auto encoded = topology::EncodeTopology(topo);
+  EXPECT_TRUE(encoded.ok()) << encoded.status();
+  Json node = DgxNode(name, "A100");
+  node["metadata"]["annotations"]["phalanx.io/gpu-topology"] = encoded.ok() ? *encoded : "";
+  node["status"]["allocatable"] = {{"nvidia.com/gpu", "6"}, {"nvidia.com/mig-3g.40gb", "1"},
+                                   {"nvidia.com/mig-2g.20gb", "1"}, {"nvidia.com/mig-1g.10gb", "9"}};
+  return node;
 }
 
 struct PodSpec {

@@ -76,5 +76,32 @@ TEST_F(SyncFixture, ForbiddenPriorityClassesDoNotKeepTheExtenderUnready) {
   EXPECT_NE(ext->Log().find("Not allowed to list PriorityClasses"), std::string::npos);
 }
 
+TEST_F(SyncFixture, MigPodsReachTheLedgerAndABindHoldsTheDevice) {
+  cluster.Seed(A100MigNode("a100"));
+  auto mig_pod = [](const std::string& name) {
+    Json pod = Pod({.name = name, .priority = 1000});
+    pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/mig-3g.40gb", "1"}}}};
+    return pod;
+  };
+  cluster.Seed(mig_pod("m1"));
+  cluster.Seed(mig_pod("m2"));
+  StartExtender();
+  const Json m1 = cluster.Get("ml", "m1"), m2 = cluster.Get("ml", "m2");
+  ASSERT_EQ(Passed(ext->Post("filter", FilterBody(m1, {"a100"}))).size(), 1u);
+  EXPECT_EQ(BindError(ext->Post("bind", BindBody(m1, "a100"))), "");
+  const Json bound = cluster.Get("ml", "m1");
+  EXPECT_EQ(bound["spec"].value("nodeName", ""), "a100");
+  EXPECT_EQ(bound["metadata"]["annotations"]["phalanx.io/devices"], R"({"main":["MIG-a100-1-0"]})");
+  // The node's only 3g.40gb device is held (by the bind, then by the informer's echo of it).
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(Passed(ext->Post("filter", FilterBody(m2, {"a100"}))).empty());
+  }
+  // After a restart the devices annotation alone keeps it held.
+  ext->Signal(SIGTERM);
+  EXPECT_EQ(ext->Wait(), 0);
+  StartExtender();
+  EXPECT_TRUE(Passed(ext->Post("filter", FilterBody(m2, {"a100"}))).empty());
+}
+
 }  // namespace
 }  // namespace phalanx::extender::itest

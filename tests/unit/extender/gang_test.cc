@@ -184,6 +184,47 @@ TEST(GangTest, ReservedGpusAreNeverOfferedToOtherPods) {
   EXPECT_TRUE(r.failed.empty());
 }
 
+// kube-scheduler nominated a higher-priority pod to dgx-0 after preempting for it: a
+// lower-priority gang must not be planned onto the GPU it waits for (found by the e2e
+// suite: the gang took it, the preemptor stalled behind a lower tier).
+TEST(GangTest, GpusOfANominatedHigherPriorityPodAreNotPlanned) {
+  TestCluster c;
+  for (const auto& n : TwoDgx()) ASSERT_TRUE(c.ext.OnNode(DgxNode(n)).ok());
+  PodInfo critical = GpuPod("critical", 1, 1000000);
+  critical.nominated_node = "dgx-0";
+  c.ext.OnPod(critical);
+  std::vector<PodInfo> members;
+  for (int i = 0; i < 2; ++i) {
+    members.push_back(GangPod("train", i, 8, 2, /*priority=*/100));
+    c.ext.OnPod(members.back());
+  }
+  c.ext.Tick();
+  c.ext.DrainForTest();
+  EXPECT_TRUE(c.writer.CallsOf("ungate").empty()) << "16 GPUs needed, 15 not spoken for";
+  // The nominated pod itself still sees its GPU free on dgx-0.
+  FilterResult r = c.ext.Filter(Args(critical, {"dgx-0"}));
+  EXPECT_EQ(r.passed.size(), 1u);
+
+  // A nomination does not hold GPUs against a higher priority gang.
+  TestCluster c2;
+  for (const auto& n : TwoDgx()) ASSERT_TRUE(c2.ext.OnNode(DgxNode(n)).ok());
+  PodInfo low = GpuPod("low", 1, 10);
+  low.nominated_node = "dgx-0";
+  c2.ext.OnPod(low);
+  for (int i = 0; i < 2; ++i) c2.ext.OnPod(GangPod("train", i, 8, 2, /*priority=*/100));
+  c2.ext.Tick();
+  c2.ext.DrainForTest();
+  EXPECT_EQ(c2.writer.CallsOf("ungate").size(), 2u);
+
+  // The preemptor is bound (or gone): the gang is admitted.
+  critical.node_name = "dgx-1";
+  critical.phase = PodPhase::kSucceeded;
+  c.ext.OnPod(critical);
+  c.ext.Tick();
+  c.ext.DrainForTest();
+  EXPECT_EQ(c.writer.CallsOf("ungate").size(), 2u);
+}
+
 TEST(GangTest, UngatedGangIsPlannedOnFirstMemberFilter) {
   TestCluster c;
   for (const auto& n : TwoDgx()) ASSERT_TRUE(c.ext.OnNode(DgxNode(n)).ok());
