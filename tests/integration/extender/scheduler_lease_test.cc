@@ -71,6 +71,14 @@ TEST_F(SchedulerLeaseFixture, TheActiveExtenderFollowsKubeSchedulersLease) {
   EXPECT_NE(BindError(a.Post("bind", BindBody(p1, "dgx-1"))).find("not the active one"), std::string::npos);
   ASSERT_TRUE(WaitUntil([&] { return BindError(b.Post("bind", BindBody(p1, "dgx-1"))).empty(); })) << b.Log();
   EXPECT_EQ(cluster.Get("ml", "p1")["spec"]["nodeName"], "dgx-1");
+  // The ledger's GPU gauges on /metrics (extender/ledger_metrics.h), the same on both replicas.
+  for (ExtenderProcess* e : {&a, &b}) {
+    EXPECT_TRUE(WaitUntil([&] {
+      return Http(e->metrics_port(), "GET", "/metrics").body.find(
+                 "\nphalanx_extender_gpus{pool=\"H100\",state=\"allocated\"} 1\n") != std::string::npos;
+    })) << Http(e->metrics_port(), "GET", "/metrics").body;
+    EXPECT_EQ(e->Metric("phalanx_extender_pending_gangs"), 0);
+  }
 
   // And back to a (a new campaign in the same process).
   MoveSchedulerLease("sched-a_55555555-6666");
