@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include "core/json/json.h"
 #include "tests/e2e/drivers/time_format.h"
 #include "tests/e2e/scenario_helpers.h"
 #include "tests/e2e/scenario_objects.h"
+#include "tests/fakes/apiserver/raw_client.h"
 
 namespace phalanx::e2e {
 namespace {
@@ -231,6 +233,60 @@ TEST(E2eGang, CriticalPodRunsThenTheGangResumesAndSucceeds) {
   const double expected =
       16.0 * std::max<double>(0, std::chrono::duration<double>(preempted_at - checkpoint_at).count());
   EXPECT_NEAR(lost, expected, 16.0 * 2) << job["status"].dump();
+  RecordProperty("lostGpuSeconds", std::to_string(lost));
+  RecordProperty("expectedLostGpuSeconds", std::to_string(expected));
+}
+
+// Non-zero lost work: rank 0 reports a committed checkpoint through the operator's progress
+// endpoint (authenticated by TokenReview of its bound token), training goes on, and the workers
+// write no new checkpoint when preempted. lostGpuSeconds = 16 x (preemption time - that
+// checkpoint's time), and attempt 2 resumes from it.
+TEST(E2eGang, PreemptionAfterAnOlderCheckpointCountsTheWorkSinceIt) {
+  ClusterOptions options = TwoDgxNodes();
+  options.progress_endpoint = true;
+  options.termination_message = [](const Json&) { return std::string(R"({"step":0,"path":"","committed":false})"); };
+  auto cluster = StartCluster(std::move(options));
+  ASSERT_TRUE(cluster);
+  auto& client = cluster->client();
+  RunGang(*cluster, {.name = "train", .checkpoint_dir = "/ckpt/train"});
+  if (HasFatalFailure()) return;
+
+  auto rank0 = GetOrNull(client, kPods, "ml", "train-a1-0");
+  ASSERT_TRUE(rank0.is_object()) << cluster->Diagnostics();
+  fakes::apiserver::testing::RawClient api(cluster->api_url());
+  const Json token = {{"token", "rank0-token"},
+                      {"username", "system:serviceaccount:ml:default"},
+                      {"uid", "sa-uid"},
+                      {"extra", {{"authentication.kubernetes.io/pod-name", {Name(rank0)}},
+                                 {"authentication.kubernetes.io/pod-uid", {rank0["metadata"].value("uid", "")}}}}};
+  ASSERT_EQ(api.Post("/fake/tokens", token).status, 200);
+  fakes::apiserver::testing::RawClient progress(cluster->progress_url());
+  progress.set_token("rank0-token");
+  const auto report = progress.Post("/progress", Json{{"step", 7}, {"path", "/ckpt/train/step-7"}, {"committed", true}});
+  ASSERT_EQ(report.status, 200) << report.body << cluster->Diagnostics();
+  Json job;
+  ASSERT_TRUE(PollUntil([&] {
+    job = GetOrNull(client, kTrainingJobs, "ml", "train");
+    return job["status"]["checkpoint"]["lastCommitted"].value("step", 0) == 7;
+  })) << job.dump();
+  const auto checkpoint_at = ParseRfc3339(job["status"]["checkpoint"]["lastCommitted"].value("time", ""));
+  // Training goes on after the checkpoint: this elapsed time is the work the preemption loses.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+
+  const auto preempted_at = PreemptGang(*cluster, &job);
+  if (HasFailure()) return;
+  EXPECT_EQ(job["status"]["checkpoint"]["lastCommitted"].value("step", 0), 7) << job["status"].dump();
+  ASSERT_TRUE(PollUntil([&] {
+    job = GetOrNull(client, kTrainingJobs, "ml", "train");
+    return job["status"].value("lostGpuSeconds", 0.0) > 0;
+  })) << job.dump() << cluster->Diagnostics();
+  const double lost = job["status"].value("lostGpuSeconds", -1.0);
+  const double expected = 16.0 * std::chrono::duration<double>(preempted_at - checkpoint_at).count();
+  EXPECT_GE(expected, 16.0 * 2) << "the preemption came at least 2 s after the checkpoint";
+  EXPECT_NEAR(lost, expected, 16.0 * 2) << job["status"].dump();  // timestamps have second precision
+  for (const auto& p : ListPods(client, "ml", "phalanx.io/job-name=train,phalanx.io/attempt=2")) {
+    EXPECT_EQ(EnvOf(p, "PHALANX_RESUME_FROM"), "/ckpt/train/step-7") << p.dump();
+  }
   RecordProperty("lostGpuSeconds", std::to_string(lost));
   RecordProperty("expectedLostGpuSeconds", std::to_string(expected));
 }

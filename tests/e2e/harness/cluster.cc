@@ -223,6 +223,7 @@ Status Cluster::StartNode(Node& node, size_t index) {
   PHX_RETURN_IF_ERROR(WaitReady(*node.plugin, node.metrics_port));
   KubeletDriverOptions ko;
   ko.node_name = node.spec.name;
+  if (options_.termination_message) ko.termination_message = options_.termination_message;
   node.driver = std::make_unique<KubeletDriver>(ko, *node.kubelet, *client_);
   node.driver->Start();
   return OkStatus();
@@ -230,10 +231,12 @@ Status Cluster::StartNode(Node& node, size_t index) {
 
 Status Cluster::StartOperator() {
   operator_metrics_port_ = FreePort();
+  if (options_.progress_endpoint) progress_port_ = FreePort();
   Status error;
   operator_ = Launch("operator", BinaryPath("operator/phalanx-operator"),
                      {"--kubeconfig", kubeconfig_, "--metrics-addr", fmt::format("127.0.0.1:{}", operator_metrics_port_),
-                      "--progress-addr", "", "--namespace", options_.namespace_, "--workers", "2",
+                      "--progress-addr", progress_port_ == 0 ? "" : fmt::format("127.0.0.1:{}", progress_port_),
+                      "--namespace", options_.namespace_, "--workers", "2",
                       "--stuck-terminating-seconds", "60"},
                      {}, &error);
   if (!operator_) return error;

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,11 @@ struct ClusterOptions {
   bool start_extender = true;  // also the scheduler driver
   std::string namespace_ = "ml";
   std::vector<std::string> extra_extender_args;
+  // The operator's progress endpoint (--progress-addr) on a free port; off by default.
+  bool progress_endpoint = false;
+  // What the workers write as their termination message when stopped (KubeletDriverOptions);
+  // unset = the driver's default, a new committed checkpoint.
+  std::function<std::string(const kube::Json& pod)> termination_message;
 };
 
 // Paths of the binaries under test (built by the e2e target's dependencies).
@@ -56,6 +62,10 @@ class Cluster {
   const std::string& ns() const { return options_.namespace_; }
   kube::KubeClient& client() { return *client_; }
   std::string api_url() const;
+  // http://127.0.0.1:<port> of the operator's progress endpoint ("" unless progress_endpoint).
+  std::string progress_url() const {
+    return progress_port_ == 0 ? "" : "http://127.0.0.1:" + std::to_string(progress_port_);
+  }
 
   fake_kubelet::FakeKubelet& kubelet(const std::string& node) { return *nodes_.at(node).kubelet; }
   KubeletDriver& kubelet_driver(const std::string& node) { return *nodes_.at(node).driver; }
@@ -113,6 +123,7 @@ class Cluster {
   std::map<std::string, Node> nodes_;
   std::unique_ptr<Process> operator_;
   uint16_t operator_metrics_port_ = 0;
+  uint16_t progress_port_ = 0;
   std::unique_ptr<Process> extender_;
   uint16_t extender_port_ = 0, extender_metrics_port_ = 0;
   std::unique_ptr<SchedulerDriver> scheduler_;

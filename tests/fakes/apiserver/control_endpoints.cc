@@ -80,6 +80,15 @@ void AddControlEndpoints(http::HttpServer& server, FakeApiServer& fake, Schedule
         if (g.is_string()) user.groups.push_back(g.get<std::string>());
       }
     }
+    // "extra": {"authentication.kubernetes.io/pod-name": ["p"], ...}, as for a bound pod token.
+    if (body->contains("extra") && (*body)["extra"].is_object()) {
+      for (const auto& [key, values] : (*body)["extra"].items()) {
+        if (!values.is_array()) continue;
+        for (const auto& v : values) {
+          if (v.is_string()) user.extra[key].push_back(v.get<std::string>());
+        }
+      }
+    }
     fake.AddToken((*body)["token"].get<std::string>(), std::move(user));
     return JsonResponse(200, {{"ok", true}});
   });

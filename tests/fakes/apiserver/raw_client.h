@@ -44,7 +44,7 @@ class RawClient {
     kube::HttpRequest request;
     request.method = std::move(method);
     request.target = std::move(target);
-    request.headers.push_back({"Authorization", "Bearer fake-token"});
+    request.headers.push_back({"Authorization", "Bearer " + token_});
     request.headers.push_back({"Accept", "application/json"});
     if (!body.empty()) {
       request.content_type = std::move(content_type);
@@ -63,6 +63,8 @@ class RawClient {
     out.headers = std::move(response->headers);
     return out;
   }
+  // The bearer token sent (default the fake's kubeconfig token).
+  void set_token(std::string token) { token_ = std::move(token); }
   RawResponse Get(std::string target) { return Send("GET", std::move(target)); }
   RawResponse Post(std::string target, const json::Json& body) {
     return Send("POST", std::move(target), json::Dump(body));
@@ -81,7 +83,7 @@ class RawClient {
   std::unique_ptr<kube::ResponseStream> Watch(std::string target) {
     kube::HttpRequest request;
     request.target = std::move(target);
-    request.headers.push_back({"Authorization", "Bearer fake-token"});
+    request.headers.push_back({"Authorization", "Bearer " + token_});
     request.timeout = std::chrono::seconds(30);  // idle: bookmarks arrive far more often
     if (!transport_) return nullptr;
     auto stream = transport_->OpenStream(request);
@@ -91,6 +93,7 @@ class RawClient {
 
  private:
   std::unique_ptr<kube::Transport> transport_;
+  std::string token_ = "fake-token";
 };
 
 // Reads the next watch event; null Json when the stream ended or failed.
