@@ -287,12 +287,12 @@ std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
 
 std::optional<placement::ClusterState> Extender::StateWithNominatedHolds(int priority) const {
   std::optional<placement::ClusterState> state;
-  for (const auto& [uid, rec] : ledger_.pods()) {
-    const PodInfo& p = rec.info;
-    if (p.nominated_node.empty() || !p.node_name.empty() || p.deleting || p.Terminal() || p.gpus <= 0 ||
-        p.priority <= priority || rec.holding != Holding::kNone) {
+  for (const PodUid& uid : ledger_.nominated_pods()) {
+    const PodRecord* rec = ledger_.FindPod(uid);
+    if (rec == nullptr || rec->info.gpus <= 0 || rec->info.priority <= priority || rec->holding != Holding::kNone) {
       continue;
     }
+    const PodInfo& p = rec->info;
     if (!state) state.emplace(ledger_.state());
     const auto index = state->FindNode(NodeName(p.nominated_node));
     if (!index) continue;

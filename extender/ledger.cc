@@ -295,6 +295,11 @@ void Ledger::UpsertPod(const PodInfo& info, MonotonicTime now) {
   }
   UpdateGangMembership(old ? &*old : nullptr, it->second, now);
   Charge(it->second);
+  if (!info.nominated_node.empty() && info.node_name.empty() && !info.deleting && !info.Terminal()) {
+    nominated_.insert(info.uid);
+  } else {
+    nominated_.erase(info.uid);
+  }
 }
 
 void Ledger::RemovePod(const PodUid& uid) {
@@ -304,6 +309,7 @@ void Ledger::RemovePod(const PodUid& uid) {
   Unwait(it->second.info);
   RemoveFromGang(it->second.info);
   pod_by_name_.erase(it->second.info.Key());
+  nominated_.erase(uid);
   pods_.erase(it);
 }
 

@@ -120,6 +120,9 @@ class Ledger {
   const TrainingJobInfo* FindTrainingJob(const std::string& key) const;
   const std::unordered_map<GangKey, GangRecord>& gangs() const { return gangs_; }
   const std::unordered_map<PodUid, PodRecord>& pods() const { return pods_; }
+  // Unbound, live pods that kube-scheduler nominated to a node (status.nominatedNodeName):
+  // kept as an index so gang planning does not walk every pod (Extender::StateWithNominatedHolds).
+  const std::set<PodUid>& nominated_pods() const { return nominated_; }
   // Device IDs for `gpus` on `node` (GPU UUIDs); empty when the topology is unknown.
   std::vector<std::string> DeviceIds(const NodeName& node, placement::GpuMask gpus) const;
   uint64_t warnings() const { return warnings_; }
@@ -146,6 +149,7 @@ class Ledger {
   std::unordered_map<NodeName, NodeRecord> nodes_;
   std::unordered_map<PodUid, PodRecord> pods_;
   std::unordered_map<std::string, PodUid> pod_by_name_;
+  std::set<PodUid> nominated_;
   std::unordered_map<GangKey, GangRecord> gangs_;
   // Bound pods that hold nothing yet (node unknown or full), re-charged when their node changes.
   std::unordered_map<NodeName, std::set<PodUid>> waiting_;
