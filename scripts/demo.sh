@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: replay the bundled Philly slice and the synthetic gang mix on the bundled
-# 64 x 8 H100 cluster under every policy and print the comparison (computed now, not
-# canned). Usage: scripts/demo.sh [BUILD_DIR]   (default: build)
+# 64 x 8 H100 cluster under every policy, and the LLM-era workload on its 864-node fleet
+# under phalanx and gang-binpack, and print the comparisons (computed now, not canned).
+# Usage: scripts/demo.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-build}"
@@ -23,4 +24,8 @@ echo "== Synthetic gang mix (400 jobs with tiers and checkpoints) =="
 "$phalanx" simulate --cluster "$data/demo-cluster.yaml" --trace "$data/gang-mix.csv" --trace-format phalanx \
   --policy all --seed 1 --report "$out/gang-mix.json" --html "$out/gang-mix.html"
 echo
-echo "Reports: $out/{philly-demo,gang-mix}.{json,html}"
+echo "== LLM-era workload (10,000 jobs on 864 nodes / 6,528 GPUs of three models; sim/data/README.md) =="
+"$phalanx" simulate --cluster "$data/llm-cluster.yaml" --trace "$data/llm-mix.csv" --trace-format phalanx \
+  --policy phalanx,gang-binpack --seed 1 --report "$out/llm-mix.json" --html "$out/llm-mix.html"
+echo
+echo "Reports: $out/{philly-demo,gang-mix,llm-mix}.{json,html}"

@@ -76,15 +76,16 @@ int GainOf(const FreeView& view, const Scope& scope, int g, const std::vector<co
   return gain.members();
 }
 
-// Lower is better: highest tier evicted, lost work, GPUs, victims.
-auto SetRank(const std::vector<const Candidate*>& set) {
+// Lower is better: highest tier evicted, lost work (or total cost), GPUs, victims.
+auto SetRank(const std::vector<const Candidate*>& set, VictimRank rank) {
   int top = std::numeric_limits<int>::min(), gpus = 0;
   double risk = 0;
   for (const Candidate* c : set) {
     top = std::max(top, c->gang->priority);
-    risk += c->gang->gpu_seconds_at_risk;
+    risk += rank == VictimRank::kCost ? c->gang->cost : c->gang->gpu_seconds_at_risk;
     gpus += c->gpus;
   }
+  if (rank == VictimRank::kCost) top = 0;
   return std::make_tuple(top, risk, gpus, set.size());
 }
 
@@ -127,7 +128,10 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
     }
     if (!c.pods.empty()) cands.push_back(std::move(c));
   }
-  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+  std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
+    if (req.rank == VictimRank::kCost) {
+      return std::make_tuple(a.gang->cost, a.gpus, a.gang->key) < std::make_tuple(b.gang->cost, b.gpus, b.gang->key);
+    }
     return std::make_tuple(a.gang->priority, a.gang->gpu_seconds_at_risk, a.gpus, a.gang->key) <
            std::make_tuple(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
   });
@@ -181,7 +185,7 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
       without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
       if (scope.base_members + GainOf(view, scope, g, without) >= spec.members) set = std::move(without);
     }
-    if (!best_set || SetRank(set) < SetRank(*best_set)) {
+    if (!best_set || SetRank(set, req.rank) < SetRank(*best_set, req.rank)) {
       best_set = std::move(set);
       best_scope = &scope;
     }
@@ -206,11 +210,16 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
   for (const Candidate* c : ordered) {
     decision.victims.push_back(c->index);
     decision.gpu_seconds_lost += c->gang->gpu_seconds_at_risk;
+    decision.cost += c->gang->cost;
     decision.gpus_freed += c->gpus;
     decision.victims_needing_notice += c->gang->notice_seconds_needed > 0 ? 1 : 0;
     for (const PodAllocation* p : c->pods) released.push_back(p->pod);
   }
-  if (!ordered.empty()) decision.highest_victim_priority = std::get<0>(SetRank(ordered));
+  if (!ordered.empty()) {
+    int top = std::numeric_limits<int>::min();
+    for (const Candidate* c : ordered) top = std::max(top, c->gang->priority);
+    decision.highest_victim_priority = top;
+  }
   GangSpec scoped = spec;
   scoped.pool = state.pool(best_scope->pool).name;
   PlanOptions opts = base_opts;

@@ -5,7 +5,8 @@
 //   - A victim is a whole gang (a non-gang pod is a gang of one); never part of a gang.
 //   - Only victims with strictly lower priority than the preemptor are considered.
 //   - Victim sets are ranked by (highest victim priority, total gpuSecondsAtRisk,
-//     GPUs freed, number of victims), lowest first.
+//     GPUs freed, number of victims), lowest first; with VictimRank::kCost by (total
+//     cost, GPUs freed, number of victims).
 //   - A set is accepted only if the preemptor's gang plan really fits once the
 //     victims' GPUs are released (PlanGang with PlanOptions::assume_released).
 //   - The accepted set is minimised: victims whose removal keeps the plan feasible are
@@ -47,6 +48,9 @@ struct VictimGang {
   int priority = 0;
   double gpu_seconds_at_risk = 0;    // TrainingJob status.preemptionCost.gpuSecondsAtRisk
   double notice_seconds_needed = 0;  // > 0: needs graceful notice (preempt-request)
+  // The victim's price (core/scheduling/preemption_cost.h); ranks victims under
+  // VictimRank::kCost.
+  double cost = 0;
   // Every pod of the gang that holds GPUs (ClusterState allocations). Pods unknown to
   // the state are ignored.
   std::vector<PodUid> pods;
@@ -57,6 +61,11 @@ struct PreemptionLimits {
   int max_scopes = 1024;
 };
 
+enum class VictimRank {
+  kTierThenLostWork,  // lowest tier first, then least gpu_seconds_at_risk (the extender's verb)
+  kCost,              // least VictimGang::cost first, then fewest GPUs (the scheduling engine)
+};
+
 struct PreemptionRequest {
   GangSpec preemptor;
   int priority = 0;
@@ -64,6 +73,7 @@ struct PreemptionRequest {
   PreemptionLimits limits;
   // The preemptor's own reservation, if it has one (counts as free).
   std::optional<GangKey> own_plan;
+  VictimRank rank = VictimRank::kTierThenLostWork;
 };
 
 struct PreemptionDecision {
@@ -72,6 +82,7 @@ struct PreemptionDecision {
   std::vector<int> victims;
   GangPlan plan;  // the layout the eviction enables
   double gpu_seconds_lost = 0;
+  double cost = 0;  // sum of the victims' VictimGang::cost
   int gpus_freed = 0;
   int victims_needing_notice = 0;  // the extender vetoes and asks for a checkpoint
   int highest_victim_priority = 0;

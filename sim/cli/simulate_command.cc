@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/scheduling/policy_yaml.h"
 #include "sim/engine/run.h"
 #include "sim/report/writers.h"
 #include "sim/trace/readers.h"
@@ -24,7 +25,10 @@ struct SimulateFlags {
   double time_scale = 1;
   int64_t max_jobs = 0;
   double restart_overhead = 30;
-  double head_of_line = 300;
+  double checkpoint_flush = 60;
+  std::string scheduling_policy;
+  bool no_backfill = false;
+  bool no_duration_hints = false;
   std::string report;
   std::string html;
   bool json = false;
@@ -57,7 +61,18 @@ int RunSimulate(const SimulateFlags& f) {
   RunOptions opts;
   opts.policies = *names;
   opts.seed = f.seed;
-  opts.policy.head_of_line_s = f.head_of_line;
+  if (!f.scheduling_policy.empty()) {
+    auto engine = scheduling::LoadEnginePolicyFile(f.scheduling_policy);
+    if (!engine.ok()) {
+      std::cerr << "phalanx simulate: " << engine.status().message() << "\n";
+      return 2;
+    }
+    opts.policy.engine = *engine;
+  }
+  if (f.no_backfill) opts.policy.engine.backfill = false;
+  opts.policy.engine.restart_overhead_s = f.restart_overhead;
+  opts.sim.graceful_notice_s = f.checkpoint_flush;
+  opts.policy.duration_hints = !f.no_duration_hints;
   opts.sim.restart_overhead_s = f.restart_overhead;
   auto current = std::make_shared<std::string>();
   const bool progress = !f.quiet && isatty(STDERR_FILENO);
@@ -114,7 +129,15 @@ void RegisterSimulateCommand(cli::CommandRegistry& registry) {
                 ->check(CLI::PositiveNumber);
             app.add_option("--max-jobs", flags->max_jobs, "replay only the first N jobs (0 = all)");
             app.add_option("--restart-overhead", flags->restart_overhead, "seconds from preemption to re-queue");
-            app.add_option("--head-of-line", flags->head_of_line, "phalanx: head-of-line hold, seconds");
+            app.add_option("--scheduling-policy", flags->scheduling_policy,
+                           "phalanx: tier rules of the scheduling engine (YAML `scheduling:`, docs/algorithms.md)");
+            app.add_option("--checkpoint-flush", flags->checkpoint_flush,
+                           "seconds a job that checkpoints needs to save on notice (graceful preemption); 0 = none")
+                ->check(CLI::NonNegativeNumber);
+            app.add_flag("--no-backfill", flags->no_backfill,
+                         "phalanx: the head of each pool blocks everything behind it (no backfill)");
+            app.add_flag("--no-duration-hints", flags->no_duration_hints,
+                         "phalanx: jobs give no run-time hint; the engine assumes its tier defaults");
             app.add_option("--report", flags->report, "write the JSON report to this file");
             app.add_option("--html", flags->html, "write a self-contained HTML report to this file");
             app.add_flag("--json", flags->json, "print the JSON report on stdout instead of the table");

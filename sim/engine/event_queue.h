@@ -14,7 +14,8 @@ enum class EventType : uint8_t {
   kSubmit,   // a job arrives
   kFinish,   // a running attempt completes (stale if the token changed: preempted)
   kRestart,  // a preempted job re-enters the queue from its checkpoint
-  kWake,     // a policy timer (head-of-line hold expiry)
+  kWake,     // a policy timer (e.g. a victim's minimum run time ends)
+  kStop,     // a gracefully preempted attempt stops after checkpointing (stale if the token changed)
   kSample,   // periodic metrics sample (no scheduling effect)
 };
 

@@ -84,6 +84,28 @@ void Simulator::Advance(double t) {
   alloc_area_ += alloc_gpus_ * dt;
   busy_area_ += busy_gpus_ * dt;
   mig_area_ += mig_used_ * dt;
+  if (!waiting_by_pool_.empty()) idle_waiting_area_ += IdleWhileWaiting() * dt;
+}
+
+double Simulator::IdleWhileWaiting() const {
+  if (waiting_by_pool_.contains("")) return state_.FreeGpus();
+  double idle = 0;
+  for (const auto& [pool, count] : waiting_by_pool_) {
+    const placement::PoolId id = state_.FindPool(pool);
+    if (id != placement::kNoPool) idle += state_.pool(id).free_gpus;
+  }
+  return idle;
+}
+
+void Simulator::NoteBackfill(JobId id) {
+  JobRun& r = runs_[static_cast<size_t>(id)];
+  if (r.phase == JobPhase::kRunning) r.backfilled = true;
+}
+
+void Simulator::EndAttempt(JobId id) {
+  JobRun& r = runs_[static_cast<size_t>(id)];
+  if (r.backfilled) backfill_gpu_seconds_ += (now_ - r.attempt_start) * JobGpus(job(id));
+  r.backfilled = false;
 }
 
 void Simulator::Enqueue(JobId id) {
@@ -95,6 +117,7 @@ void Simulator::Enqueue(JobId id) {
   r.bound = 0;
   ++queued_;
   dirty_ = true;
+  if (!job(id).IsMig()) ++waiting_by_pool_[job(id).pool.value_or("")];
   if (job(id).IsMig()) {
     mig_queue_.emplace(-job(id).priority, mig_seq_++, id);
     return;
@@ -119,6 +142,7 @@ void Simulator::HandleFinish(JobId id, uint32_t token) {
   JobRun& r = runs_[static_cast<size_t>(id)];
   if (r.phase != JobPhase::kRunning || r.token != token) return;  // preempted attempt
   ++counted_events_;
+  EndAttempt(id);
   ReleasePods(id);
   const double g = JobGpus(job(id));
   alloc_gpus_ -= g;
@@ -130,6 +154,7 @@ void Simulator::HandleFinish(JobId id, uint32_t token) {
   last_activity_ = now_;
   dirty_ = true;
   ++release_epoch_;
+  policy_.OnFinished(*this, id);
 }
 
 void Simulator::RecordTopology(JobId id) {
@@ -170,6 +195,10 @@ void Simulator::BecomeRunning(JobId id) {
   const Job& j = job(id);
   ++counted_events_;
   --queued_;
+  if (!j.IsMig()) {
+    auto w = waiting_by_pool_.find(j.pool.value_or(""));
+    if (w != waiting_by_pool_.end() && --w->second == 0) waiting_by_pool_.erase(w);
+  }
   r.phase = JobPhase::kRunning;
   r.queue_time += now_ - r.queued_since;
   r.attempt_start = now_;
@@ -317,19 +346,44 @@ double Simulator::GpuSecondsAtRisk(JobId id) const {
   return (elapsed - saved) * JobGpus(j);
 }
 
-Status Simulator::Preempt(JobId id) {
+Status Simulator::Preempt(JobId id) { return PreemptNow(id, false); }
+
+Result<double> Simulator::RequestGracefulStop(JobId id) {
+  const Job& j = job(id);
+  JobRun& r = runs_[static_cast<size_t>(id)];
+  if (r.phase != JobPhase::kRunning) return FailedPreconditionError(fmt::format("job {} is not running", j.name));
+  if (config_.graceful_notice_s <= 0 || j.checkpoint_interval <= 0) return 0.0;
+  if (!r.stopping) {
+    r.stopping = true;
+    events_.Push(now_ + config_.graceful_notice_s, EventType::kStop, id, r.token);
+    ++real_pending_;
+  }
+  return config_.graceful_notice_s;
+}
+
+void Simulator::HandleStop(JobId id, uint32_t token) {
+  const JobRun& r = runs_[static_cast<size_t>(id)];
+  if (r.phase != JobPhase::kRunning || r.token != token) return;  // finished meanwhile
+  (void)PreemptNow(id, true);
+}
+
+Status Simulator::PreemptNow(JobId id, bool checkpointed) {
   const Job& j = job(id);
   JobRun& r = runs_[static_cast<size_t>(id)];
   if (r.phase != JobPhase::kRunning) return FailedPreconditionError(fmt::format("job {} is not running", j.name));
   const double elapsed = now_ - r.attempt_start;
-  const double saved = j.checkpoint_interval > 0 ? std::floor(elapsed / j.checkpoint_interval) * j.checkpoint_interval : 0;
+  const double saved = checkpointed ? elapsed
+                       : j.checkpoint_interval > 0 ? std::floor(elapsed / j.checkpoint_interval) * j.checkpoint_interval
+                                                   : 0;
   r.remaining = std::max(0.0, r.remaining - saved);
   r.lost_gpu_seconds += (elapsed - saved) * JobGpus(j);
+  EndAttempt(id);
   ReleasePods(id);
   alloc_gpus_ -= JobGpus(j);
   busy_gpus_ -= JobGpus(j);
   running_.erase(id);
   ++r.token;
+  r.stopping = false;
   ++r.preemptions;
   ++preemptions_;
   ++counted_events_;
@@ -338,6 +392,7 @@ Status Simulator::Preempt(JobId id) {
   ++real_pending_;
   dirty_ = true;
   ++release_epoch_;
+  policy_.OnFinished(*this, id);
   return OkStatus();
 }
 
@@ -407,6 +462,10 @@ PolicyReport Simulator::Run() {
           --real_pending_;
           HandleRestart(e.job);
           break;
+        case EventType::kStop:
+          --real_pending_;
+          HandleStop(e.job, e.token);
+          break;
         case EventType::kWake:
           dirty_ = true;
           ++release_epoch_;
@@ -442,6 +501,7 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
   std::map<int, TierReport> tiers;
   std::map<int, std::vector<double>> delays, jcts;
   double lost = 0;
+  double weighted_delay = 0, weighted_gpus = 0;  // completed whole-GPU work, by GPUs
   for (size_t i = 0; i < runs_.size(); ++i) {
     const Job& j = workload_.jobs[i];
     const JobRun& r = runs_[i];
@@ -460,6 +520,8 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
     if (r.phase == JobPhase::kDone) {
       ++rep.completed;
       ++t.completed;
+      weighted_delay += r.queue_time * JobGpus(j);
+      weighted_gpus += JobGpus(j);
       delays[j.priority].push_back(r.queue_time);
       jcts[j.priority].push_back(r.finish - j.submit);
     } else {
@@ -504,6 +566,15 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
   for (size_t i = 0; i < timeline_.size(); i += std::max<size_t>(1, stride)) rep.timeline.push_back(timeline_[i]);
   rep.partial_gangs = partial_gangs_;
   rep.idle_held_gpu_hours = idle_held_gpu_seconds_ / 3600;
+  rep.idle_while_waiting_gpu_hours = idle_waiting_area_ / 3600;
+  rep.backfilled_gpu_hours = backfill_gpu_seconds_ / 3600;
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    const JobRun& r = runs_[i];
+    if (r.phase == JobPhase::kRunning && r.backfilled)
+      rep.backfilled_gpu_hours += (now_ - r.attempt_start) * JobGpus(workload_.jobs[i]) / 3600;
+  }
+  rep.preemptions_per_job = rep.jobs > 0 ? static_cast<double>(preemptions_) / rep.jobs : 0;
+  rep.gpu_weighted_queueing_delay_s = weighted_gpus > 0 ? weighted_delay / weighted_gpus : 0;
   rep.preemptions = preemptions_;
   rep.lost_gpu_hours = lost / 3600;
   rep.mean_topology_ratio = topo_members_ ? topo_ratio_sum_ / topo_members_ : 1;

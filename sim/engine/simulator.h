@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <tuple>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/base/result.h"
 #include "core/base/status.h"
 #include "core/placement/cluster_state.h"
 #include "core/placement/fragmentation.h"
@@ -43,6 +45,11 @@ struct SimConfig {
   // Seconds between a preemption and the job re-entering the queue (the operator
   // deletes the old attempt, waits for it to be gone, re-creates the gang).
   double restart_overhead_s = 30;
+  // Graceful preemption of jobs that checkpoint (TrainingJob preempt-request, DESIGN
+  // §2.4): told to checkpoint, they stop this many seconds later having lost nothing,
+  // and hold their GPUs until then. 0 = every preemption is immediate (work since the
+  // last periodic checkpoint is lost).
+  double graceful_notice_s = 60;
   int sample_points = 400;  // timeline resolution
   // Called about every 1% of submitted jobs with the fraction done (progress bar).
   std::function<void(double)> progress;
@@ -67,6 +74,8 @@ struct JobRun {
   std::vector<double> bound_at;
   int bound = 0;
   bool ever_partial = false;
+  bool backfilled = false;  // the current attempt was admitted as backfill
+  bool stopping = false;    // told to checkpoint and stop (graceful preemption)
 };
 
 class Simulator {
@@ -107,6 +116,15 @@ class Simulator {
   Status Preempt(JobId id);
   // Work (GPU-seconds) a preemption right now would lose.
   double GpuSecondsAtRisk(JobId id) const;
+  // Graceful preemption: a running job that checkpoints is told to checkpoint and stop;
+  // it stops (as Preempt, losing nothing) config().graceful_notice_s later, holding its
+  // GPUs meanwhile. Returns the notice; 0 when graceful preemption does not apply (the
+  // job never checkpoints, or the notice is 0): then nothing happened, call Preempt.
+  // FailedPrecondition if the job is not running.
+  Result<double> RequestGracefulStop(JobId id);
+  const SimConfig& config() const { return config_; }
+  // The running attempt was admitted as backfill (counted in backfilled GPU-hours).
+  void NoteBackfill(JobId id);
   // Bumped whenever GPUs are released (finish, preemption) or a policy timer fires:
   // between two equal values only new arrivals can change what fits.
   uint64_t release_epoch() const { return release_epoch_; }
@@ -121,8 +139,12 @@ class Simulator {
   void HandleSubmit(JobId id);
   void HandleFinish(JobId id, uint32_t token);
   void HandleRestart(JobId id);
+  void HandleStop(JobId id, uint32_t token);
+  Status PreemptNow(JobId id, bool checkpointed);
   void Enqueue(JobId id);
   void Advance(double t);  // integrates utilisation up to t
+  void EndAttempt(JobId id);  // bookkeeping shared by finish and preemption
+  double IdleWhileWaiting() const;  // free GPUs that a waiting whole-GPU job could want
   void TakeSample();
   void BecomeRunning(JobId id);
   void RecordTopology(JobId id);
@@ -156,6 +178,9 @@ class Simulator {
   double mig_area_ = 0;
   double first_submit_ = 0, last_activity_ = 0;
   double idle_held_gpu_seconds_ = 0;
+  double idle_waiting_area_ = 0;    // GPU-seconds free while a job of that pool waited
+  double backfill_gpu_seconds_ = 0;
+  std::map<std::string, int> waiting_by_pool_;  // queued whole-GPU jobs; "" = any pool
   int partial_gangs_ = 0;
   int preemptions_ = 0;
   double topo_ratio_sum_ = 0;
@@ -174,6 +199,8 @@ class Policy {
   virtual std::string name() const = 0;
   // A job entered the queue (submitted, or restarted after a preemption).
   virtual void OnQueued(Simulator& sim, JobId id) = 0;
+  // A running job finished (its GPUs are free again).
+  virtual void OnFinished(Simulator& /*sim*/, JobId /*id*/) {}
   // One scheduling pass at sim.now(), after every event of that instant was applied.
   virtual void Schedule(Simulator& sim) = 0;
   // Where a queued MIG job would run now (nullopt: nowhere). MIG jobs never reach

@@ -1,7 +1,8 @@
 // The scheduling policies a replay can compare (docs/simulator.md, "Policies"):
-//   phalanx       the extender's core logic: admission queue per capacity pool
-//                 (priority, FIFO, head-of-line hold), topology-aware gang plans,
-//                 whole-gang tier preemption choosing the least lost work;
+//   phalanx       the scheduling engine the extender runs (core/scheduling): queue per
+//                 capacity pool (priority, first submission), topology-aware gang
+//                 plans, backfill behind a reserved head, whole-gang preemption only
+//                 when it pays for itself (docs/algorithms.md);
 //   k8s-default   kube-scheduler without gangs: pods bind one by one as they fit,
 //                 spread / least-allocated, so a gang can hold GPUs while siblings wait;
 //   gang-fifo     all-or-nothing gangs, strict FIFO (the head blocks everyone), first fit;
@@ -14,15 +15,17 @@
 #include <vector>
 
 #include "core/base/result.h"
+#include "core/scheduling/tier_policy.h"
 #include "sim/engine/simulator.h"
 
 namespace phalanx::sim {
 
 struct PolicyOptions {
-  double head_of_line_s = 300;  // phalanx: AdmissionConfig::head_of_line
-  // phalanx: preemption searches per pool per pass (each builds every lower-tier
-  // victim; bounded so a pass stays cheap when many high-tier jobs wait).
-  int preemption_attempts_per_pass = 2;
+  // phalanx: the engine's tiers, backfill switch, restart overhead, search budget.
+  scheduling::EnginePolicy engine = scheduling::EnginePolicy::Defaults();
+  // phalanx: each job tells its run time (the trace's duration, or the work left after
+  // a preemption) as a duration hint; false = tier defaults only (docs/simulator.md).
+  bool duration_hints = true;
 };
 
 const std::vector<std::string>& PolicyNames();

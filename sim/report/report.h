@@ -59,7 +59,14 @@ struct PolicyReport {
   double idle_held_gpu_hours = 0;  // GPU time held by bound members of not-yet-running gangs
   int deadlocked_gangs = 0;        // partially bound at the end, never started
   int preemptions = 0;
+  double preemptions_per_job = 0;
   double lost_gpu_hours = 0;
+  // GPU time free in a pool while a whole-GPU job that needs that pool waited (GPUs a
+  // waiting gang could not use: too few, wrong shape, or held back for a head).
+  double idle_while_waiting_gpu_hours = 0;
+  double backfilled_gpu_hours = 0;  // run by jobs admitted as backfill behind a head
+  // Mean queueing delay of completed whole-GPU jobs, each weighted by its GPUs.
+  double gpu_weighted_queueing_delay_s = 0;
   // Placement quality of multi-GPU members: mean ring bandwidth / best on that node.
   double mean_topology_ratio = 1;
   int multi_node_gangs_started = 0;

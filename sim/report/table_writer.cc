@@ -47,7 +47,11 @@ std::string RenderTable(const SimulationReport& r) {
   row("  GPU-hours held idle by them", [](const PolicyReport& p) { return fmt::format("{:.1f}", p.idle_held_gpu_hours); });
   row("  deadlocked at the end", [](const PolicyReport& p) { return fmt::format("{}", p.deadlocked_gangs); });
   row("preemptions", [](const PolicyReport& p) { return fmt::format("{}", p.preemptions); });
+  row("  per job", [](const PolicyReport& p) { return fmt::format("{:.3f}", p.preemptions_per_job); });
   row("lost GPU-hours (since checkpoint)", [](const PolicyReport& p) { return fmt::format("{:.1f}", p.lost_gpu_hours); });
+  row("GPU-hours idle while work waited", [](const PolicyReport& p) { return fmt::format("{:.0f}", p.idle_while_waiting_gpu_hours); });
+  row("backfilled GPU-hours", [](const PolicyReport& p) { return fmt::format("{:.0f}", p.backfilled_gpu_hours); });
+  row("queueing delay, GPU-weighted mean", [](const PolicyReport& p) { return HumanSeconds(p.gpu_weighted_queueing_delay_s); });
   row("topology quality (ring/best)", [](const PolicyReport& p) { return fmt::format("{:.3f}", p.mean_topology_ratio); });
   row("multi-node gang starts in one rack", [](const PolicyReport& p) {
     return fmt::format("{}/{}", p.multi_node_gangs_in_one_rack, p.multi_node_gangs_started);

@@ -77,26 +77,26 @@ TEST(PolicyTest, GangFifoHeadBlocksWhileBinpackLetsSmallJobsPass) {
   EXPECT_DOUBLE_EQ(pack.sim->run(2).first_start, 2);
 }
 
-TEST(PolicyTest, PhalanxPreemptsTheWholeLowerTierGangThatLosesLeastWork) {
-  // Four 8-GPU nodes, all busy from t=0: spot gang X (2 x 8, checkpoint every 100 s),
-  // spot job Y (8 GPUs, never checkpoints), standard job Z (8 GPUs). A high job H
-  // (8 GPUs) arrives at t=250. At-risk work: X = 50 s x 16 GPUs = 800 GPU-s, Y = 250 s
-  // x 8 = 2000 GPU-s; Z is not lower than... it is (standard < high) but at 250 x 8 =
-  // 2000 and a higher tier than spot. Phalanx evicts all of X (both members) and H
-  // starts at once.
+TEST(PolicyTest, PhalanxPreemptsTheCheapestWholeLowerTierGangGracefully) {
+  // Four 8-GPU nodes, all busy from t=0: spot gang X (2 x 8, checkpoints every 100 s),
+  // spot job Y (8 GPUs, never checkpoints), standard job Z (8 GPUs, never checkpoints).
+  // A high job H (8 GPUs, 100 s) arrives at t=5050. Evicting Y or Z at once would lose
+  // 5050 s x 8 GPUs of work, X 50 s x 16; telling X to checkpoint (60 s notice, nothing
+  // lost) is cheapest even though X is the larger gang. H starts when X has stopped.
   Workload w = MakeWorkload({MakeJob(0, 10000, 2, 8, kSpotPriority, 100), MakeJob(0, 10000, 1, 8, kSpotPriority, 0),
-                             MakeJob(0, 10000, 1, 8, kStandardPriority, 0), MakeJob(250, 100, 1, 8, kHighPriority)});
+                             MakeJob(0, 10000, 1, 8, kStandardPriority, 0), MakeJob(5050, 100, 1, 8, kHighPriority)});
   Replay r = Simulate("phalanx", w, Cluster(4, 8));
   const JobId x = 0, y = 1, z = 2, h = 3;
   EXPECT_EQ(r.sim->run(x).preemptions, 1);
   EXPECT_EQ(r.sim->run(y).preemptions, 0);
   EXPECT_EQ(r.sim->run(z).preemptions, 0);
-  EXPECT_DOUBLE_EQ(r.sim->run(h).first_start, 250);
-  EXPECT_NEAR(r.report.lost_gpu_hours, 800.0 / 3600, 1e-9);
+  EXPECT_DOUBLE_EQ(r.sim->run(h).first_start, 5110);
+  EXPECT_DOUBLE_EQ(r.report.lost_gpu_hours, 0);
+  EXPECT_EQ(r.report.preemptions, 1);
   // The baselines never preempt: H waits for the first job to finish.
   Replay pack = Simulate("gang-binpack", w, Cluster(4, 8));
   EXPECT_EQ(pack.report.preemptions, 0);
-  EXPECT_GT(pack.sim->run(h).first_start, 250);
+  EXPECT_DOUBLE_EQ(pack.sim->run(h).first_start, 10000);
 }
 
 TEST(PolicyTest, PhalanxPicksNvlinkPairsWhereBaselinesTakeLowestIndices) {
@@ -125,18 +125,31 @@ TEST(PolicyTest, PhalanxKeepsMultiNodeGangsInOneRack) {
   EXPECT_EQ(fifo.report.multi_node_gangs_in_one_rack, 0);
 }
 
-TEST(PolicyTest, PhalanxHeadOfLineHoldBlocksLaterGangsButNotSinglePods) {
-  // Two 8-GPU nodes, node 0 busy until t=1000. Gang G1 (2 x 8) cannot fit at t=1 and
-  // holds the pool's head for 300 s. Gang G2 (2 x 3) would fit on node 1 at t=2 but
-  // waits behind the hold until t=301; the single pod S (2 GPUs, t=3) passes at once.
-  Workload w = MakeWorkload({MakeJob(0, 1000, 1, 8), MakeJob(1, 100, 2, 8), MakeJob(2, 100, 2, 3),
-                             MakeJob(3, 100, 1, 2)});
-  const JobId g2 = 2, s = 3;
+TEST(PolicyTest, PhalanxBackfillsOnlyWhatDoesNotDelayAHighTierHead) {
+  // Two 8-GPU nodes; a high job holds node 0 until t=1000. High gang G1 (2 x 8, t=1)
+  // waits as the head, expected to start at t=1000. G2 (2 x 3, 100 s, t=2) ends long
+  // before that: it backfills at once. G3 (2 GPUs, 5000 s, t=3) would still hold node 1
+  // at t=1000: it waits. gang-binpack starts G3 at once and G1 waits for it.
+  Workload w = MakeWorkload({MakeJob(0, 1000, 1, 8, kHighPriority), MakeJob(1, 100, 2, 8, kHighPriority),
+                             MakeJob(2, 100, 2, 3), MakeJob(3, 5000, 1, 2)});
+  const JobId g1 = 1, g2 = 2, g3 = 3;
   Replay phx = Simulate("phalanx", w, Cluster(2, 8));
-  EXPECT_DOUBLE_EQ(phx.sim->run(s).first_start, 3);
-  EXPECT_DOUBLE_EQ(phx.sim->run(g2).first_start, 301);
+  EXPECT_DOUBLE_EQ(phx.sim->run(g2).first_start, 2);
+  EXPECT_DOUBLE_EQ(phx.sim->run(g1).first_start, 1000);
+  EXPECT_DOUBLE_EQ(phx.sim->run(g3).first_start, 1100);
+  EXPECT_GT(phx.report.backfilled_gpu_hours, 0);
   Replay pack = Simulate("gang-binpack", w, Cluster(2, 8));
-  EXPECT_DOUBLE_EQ(pack.sim->run(g2).first_start, 2);
+  EXPECT_DOUBLE_EQ(pack.sim->run(g3).first_start, 3);
+  EXPECT_GT(pack.sim->run(g1).first_start, 1000);
+}
+
+TEST(PolicyTest, PhalanxLetsLaterStandardWorkRunPastABlockedStandardGang) {
+  // The same shape in the standard tier: standard gangs hold no reservation by default
+  // (docs/algorithms.md), so G3 starts at once as with gang-binpack.
+  Workload w = MakeWorkload({MakeJob(0, 1000, 1, 8), MakeJob(1, 100, 2, 8), MakeJob(3, 5000, 1, 2)});
+  Replay phx = Simulate("phalanx", w, Cluster(2, 8));
+  EXPECT_DOUBLE_EQ(phx.sim->run(2).first_start, 3);
+  EXPECT_EQ(phx.report.preemptions, 0);
 }
 
 TEST(PolicyTest, UnknownPolicyNamesTheValidOnes) {

@@ -1,0 +1,255 @@
+// The scheduling engine (docs/algorithms.md, "Scheduling engine"): which waiting gang
+// runs next, where, and whom to preempt for it. One object, two drivers: the extender
+// (extender/admission.cc) drives it from its ledger, the simulator (sim/policy/
+// phalanx_policy.cc) from its event queue; both call Pass() and apply what the engine
+// asks through EngineDriver. Nothing here reads a clock or does I/O.
+//
+// Each pass, per queue (a capacity pool, or "" for gangs that take any pool), gangs are
+// walked in order: priority (highest first), then first submission (a preempted gang
+// keeps its place). For each gang:
+//   1. It fits now (PlanGang; one-GPU shares: PickBestNode) and nothing reserved stands
+//      in its way -> admitted.
+//   2. It does not fit, and it is the first such gang of its pool -> the pool's *head*:
+//      it is promised the earliest time its GPU count is expected free (its shadow
+//      time, release_forecast.h). Later gangs may still run meanwhile (backfill) if
+//        (a) their expected end (duration hint, else the tier default) is before it, or
+//        (b) they fit in the GPUs the head will not need at that time, or
+//        (c) they checkpoint and their tier allows preemptible backfill (spot): the head
+//            reclaims them, whole gangs, the moment they are all it still lacks.
+//   3. It does not fit and its expected wait exceeds its tier's target -> it may buy
+//      room: ChoosePreemption over strictly lower-tier running gangs that ran at least
+//      their tier's minimum run time and were not preempted too often today, ranked by
+//      price (preemption_cost.h); evicted only if the benefit exceeds the cost.
+// Gangs are all-or-nothing: the driver admits every member or none.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/placement/cluster_state.h"
+#include "core/placement/gang_plan.h"
+#include "core/placement/preemption.h"
+#include "core/scheduling/preemption_cost.h"
+#include "core/scheduling/release_forecast.h"
+#include "core/scheduling/tier_policy.h"
+
+namespace phalanx::scheduling {
+
+struct GangRequest {
+  GangKey key;          // this attempt
+  std::string job;      // the same across attempts (preemption history); "" = key
+  std::string pool;     // required capacity pool; "" = any one pool
+  int priority = 0;
+  int members = 1;
+  int gpus_per_member = 1;
+  int milli = placement::kMilliPerGpu;  // < kMilliPerGpu: a one-GPU share (members = 1)
+  std::string level;                    // topology level key, with `mode`
+  placement::TopologyMode mode = placement::TopologyMode::kNone;
+  double submitted = 0;                 // first submission (engine seconds)
+  std::optional<double> duration_hint_s;  // expected run time once started
+  bool checkpoints = false;             // saves progress (may be preemptible backfill)
+
+  int Gpus() const { return members * gpus_per_member; }
+  bool IsShare() const { return milli < placement::kMilliPerGpu; }
+};
+
+enum class AdmitKind {
+  kFits,                  // nothing waits ahead of it in its pool
+  kBackfillEndsInTime,    // behind a head; ends before the head's expected start
+  kBackfillSpareGpus,     // behind a head; uses GPUs the head will not need
+  kPreemptibleBackfill,   // behind a head; reclaimed when the head is ready
+  kPreempting,            // evicted lower-tier gangs to fit (cost rules or reclaim)
+};
+std::string_view AdmitKindName(AdmitKind kind);
+
+struct Admission {
+  GangKey key;
+  AdmitKind kind = AdmitKind::kFits;
+  std::string pool;                                 // where it runs
+  std::vector<placement::MemberPlacement> members;  // whole GPUs, index = member
+  std::optional<std::pair<NodeName, int>> share;    // a one-GPU share: node, GPU index
+  std::vector<GangKey> evicted;                     // kPreempting: the victims
+  std::string why;                                  // e.g. the price of the preemption
+  bool backfill() const {
+    return kind == AdmitKind::kBackfillEndsInTime || kind == AdmitKind::kBackfillSpareGpus ||
+           kind == AdmitKind::kPreemptibleBackfill;
+  }
+};
+
+class EngineDriver {
+ public:
+  virtual ~EngineDriver() = default;
+  virtual const placement::ClusterState& state() const = 0;
+  // Start (simulator) or reserve and release (extender) the gang. The pods that hold its
+  // GPUs in state() afterwards (victim search finds them there); nullopt: nothing
+  // changed, the gang keeps waiting.
+  virtual std::optional<std::vector<PodUid>> Admit(const GangRequest& gang, const Admission& admission) = 0;
+  // Evicts a running gang, every member: at once, or `graceful`ly (asked to checkpoint
+  // and stop; only for gangs with NoticeSeconds() > 0). nullopt: nothing changed. 0: its
+  // GPUs are free now. > 0: it frees them within that many seconds; the driver calls
+  // Engine::OnFinished when it is gone, and the preemptor waits for it meanwhile.
+  virtual std::optional<double> Evict(const GangKey& victim, const GangKey& preemptor, std::string_view reason,
+                                      bool graceful) = 0;
+  // Work a running gang would lose if evicted at once (GPU-seconds since its last
+  // checkpoint: TrainingJob status.preemptionCost.gpuSecondsAtRisk).
+  virtual double GpuSecondsAtRisk(const GangKey& running) const = 0;
+  // Seconds it needs to checkpoint on notice (TrainingJob checkpoint.flushSeconds); 0 =
+  // it cannot, only immediate eviction.
+  virtual double NoticeSeconds(const GangKey& /*running*/) const { return 0; }
+};
+
+// A pool's head and what it was promised (debug state, explain).
+struct HeadReservation {
+  std::string pool;
+  GangKey head;
+  int priority = 0;
+  int gpus = 0;
+  int members = 0;
+  double expected_start = 0;
+  bool reachable = true;  // false: GPUs held by gangs without an expected end
+  int spare_gpus = 0;     // left for backfill (b)
+};
+
+struct EngineStats {
+  uint64_t passes = 0;
+  uint64_t admitted = 0;
+  uint64_t backfilled = 0;
+  uint64_t preemptions = 0;         // gangs evicted
+  uint64_t reclaims = 0;            // heads that took back preemptible backfill
+  uint64_t preemptions_declined = 0;  // victim sets found but not worth their price
+  uint64_t plan_calls = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(EnginePolicy policy = EnginePolicy::Defaults());
+
+  const EnginePolicy& policy() const { return policy_; }
+
+  // --- waiting gangs -------------------------------------------------------------
+  // AlreadyExists if queued or running; InvalidArgument for a malformed request.
+  Status Enqueue(GangRequest gang);
+  // NotFound if not queued.
+  Status Remove(const GangKey& key);
+  bool IsWaiting(const GangKey& key) const { return waiting_.contains(key); }
+  size_t waiting() const { return waiting_.size(); }
+
+  // --- running gangs -------------------------------------------------------------
+  // A running gang ended or disappeared (finished, failed, deleted, evicted by someone
+  // else). Unknown keys are ignored.
+  void OnFinished(const GangKey& key);
+  // Registers a gang that runs without having been admitted here (found running after
+  // a restart, or bound by another path), so forecasts and victim search see it.
+  void AdoptRunning(const GangRequest& gang, std::string pool, std::vector<PodUid> pods, double started);
+  bool IsRunning(const GangKey& key) const { return running_.contains(key); }
+
+  // --- the pass ----------------------------------------------------------------------
+  enum class Scope {
+    kFull,          // try every waiting gang
+    kArrivalsOnly,  // nothing was released since the last pass: try only new gangs
+  };
+  void Pass(double now, EngineDriver& driver, Scope scope = Scope::kFull);
+  // When a pass could change something without any event (a victim's minimum run time
+  // ends); nullopt: no need.
+  std::optional<double> NextWake() const { return next_wake_; }
+
+  // --- introspection -------------------------------------------------------------------
+  // Why a waiting gang waits (last pass), "" if unknown.
+  std::string WhyWaiting(const GangKey& key) const;
+  std::vector<HeadReservation> Heads() const;
+  // Preemptions of a job (GangRequest::job) in the 24 hours before `now`.
+  int PreemptionsInDay(const std::string& job, double now) const;
+  const EngineStats& stats() const { return stats_; }
+
+ private:
+  // Queue order: priority descending, first submission, then arrival.
+  using OrderKey = std::tuple<int, double, uint64_t>;
+  struct Waiting {
+    GangRequest req;
+    OrderKey order;
+    bool fresh = true;  // not tried since it was queued
+    double since = -1;  // first pass that saw it waiting
+    std::string why;
+    std::vector<GangKey> awaiting;  // its victims still checkpointing (graceful preemption)
+    std::string reserve_pool;       // ... in this pool
+    double awaiting_until = 0;
+  };
+  struct Running {
+    GangRequest req;
+    std::string pool;  // where it runs
+    std::vector<PodUid> pods;
+    double started = 0;
+    double expected_end = 0;
+    bool reclaimable = false;  // admitted as preemptible backfill over a head
+    bool evicting = false;     // asked to checkpoint and stop: no longer a candidate
+  };
+  struct PassContext;
+  // A head's reservation plus what backfill (b) checks against: the pool's free GPUs per
+  // node at the expected start, and how many of the head's members they hold.
+  struct HeadPlan {
+    HeadReservation reservation;
+    int per_member = 1;
+    std::unordered_map<placement::NodeIndex, int> free_at_start;
+    int capacity_at_start = 0;
+    bool awaiting = false;  // a preemptor waiting for its victims' checkpoints
+    // True (and the GPUs counted as taken) if the head still fits at its start with
+    // `admission`'s GPUs held.
+    bool TakeIfStillFits(const Admission& admission, const placement::ClusterState& state);
+  };
+  HeadPlan PlanHead(const Waiting& w, const std::string& pool, PassContext& ctx) const;
+  HeadPlan AwaitingHead(const Waiting& w, PassContext& ctx) const;
+
+  static OrderKey OrderOf(const GangRequest& g, uint64_t seq) { return {-g.priority, g.submitted, seq}; }
+  void TryGang(const GangKey& key, PassContext& ctx);
+  double ExpectedDuration(const GangRequest& g) const;
+  int FreeGpus(const placement::ClusterState& state, const std::string& pool) const;
+  // Plans the gang on the current state; nullopt if it does not fit.
+  std::optional<Admission> Place(const GangRequest& g, PassContext& ctx);
+  bool Start(Waiting& w, Admission admission, PassContext& ctx);
+  // Cost-rule preemption (step 3) and head reclaim (2c). True if the gang started.
+  bool TryPreempt(Waiting& w, double expected_wait, PassContext& ctx);
+  bool TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx);
+  // Evicts the decision's victims; starts the gang when their GPUs are free now, else it
+  // waits for them (Waiting::awaiting). True if the gang started.
+  // graceful[i]: evict keys[i] gracefully.
+  bool EvictAndStart(Waiting& w, const placement::PreemptionDecision& decision, const std::vector<GangKey>& keys,
+                     const std::vector<bool>& graceful, const std::string& reason, const std::string& why,
+                     PassContext& ctx);
+  // Immediate eviction loses the victim's work; graceful makes the preemptor wait for the
+  // checkpoint. The cheaper of the two (weighted GPU-seconds), and its price.
+  struct EvictionChoice {
+    bool graceful = false;
+    double risk = 0;         // GPU-seconds lost (immediate)
+    double notice_cost = 0;  // weighted GPU-seconds the preemptor waits (graceful)
+  };
+  EvictionChoice ChooseEviction(const GangKey& victim, double lost_work_weight, const GangRequest& preemptor,
+                                PassContext& ctx) const;
+  bool Eligible(const Running& r, double now, double* eligible_at) const;
+  // How long a victim, re-queued, would wait to get its GPUs back.
+  double ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const;
+  void Forget(const GangKey& key);
+  void EraseRunning(std::map<GangKey, Running>::iterator it);
+
+  EnginePolicy policy_;
+  EngineStats stats_;
+  uint64_t next_seq_ = 1;
+  std::unordered_map<GangKey, Waiting> waiting_;
+  std::map<std::string, std::map<OrderKey, GangKey>> queues_;  // by required pool ("" = any)
+  std::map<OrderKey, GangKey> order_;                           // every waiting gang
+  std::map<GangKey, Running> running_;  // ordered: deterministic victim search
+  int reclaimable_ = 0;                 // running gangs admitted as preemptible backfill
+  std::unordered_map<std::string, std::deque<double>> preempted_at_;  // job -> times
+  ReleaseForecast forecast_;
+  std::map<std::string, HeadReservation> heads_;  // by pool, from the last pass
+  std::optional<double> next_wake_;
+};
+
+}  // namespace phalanx::scheduling

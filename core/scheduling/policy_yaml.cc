@@ -1,0 +1,114 @@
+#include "core/scheduling/policy_yaml.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace phalanx::scheduling {
+namespace {
+
+using Keys = std::set<std::string, std::less<>>;
+
+Status CheckKeys(const YAML::Node& node, const Keys& known, std::string_view where) {
+  if (!node.IsMap()) return InvalidArgumentError(fmt::format("{}: expected a mapping", where));
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (!known.contains(key)) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      return InvalidArgumentError(fmt::format("{}.{}: unknown key (known: {})", where, key, list));
+    }
+  }
+  return OkStatus();
+}
+
+template <typename T>
+Status Read(const YAML::Node& node, std::string_view key, std::string_view where, T* out) {
+  const YAML::Node v = node[std::string(key)];
+  if (!v) return OkStatus();
+  try {
+    if (!v.IsScalar()) throw YAML::Exception(YAML::Mark::null_mark(), "");
+    *out = v.as<T>();
+  } catch (const YAML::Exception&) {
+    const char* kind = std::is_same_v<T, bool>          ? "true or false"
+                       : std::is_same_v<T, std::string> ? "a string"
+                       : std::is_integral_v<T>          ? "an integer"
+                                                        : "a number";
+    return InvalidArgumentError(fmt::format("{}.{}: expected {}", where, key, kind));
+  }
+  return OkStatus();
+}
+
+Status ReadTier(const YAML::Node& node, std::string_view where, TierPolicy* t) {
+  static const Keys kTierKeys = {"name", "priority", "weight", "targetWaitSeconds", "minRunSeconds",
+                                 "maxPreemptionsPerDay", "reserveAfterSeconds", "defaultDurationSeconds",
+                                 "preemptibleBackfill"};
+  PHX_RETURN_IF_ERROR(CheckKeys(node, kTierKeys, where));
+  PHX_RETURN_IF_ERROR(Read(node, "priority", where, &t->priority));
+  PHX_RETURN_IF_ERROR(Read(node, "weight", where, &t->weight));
+  PHX_RETURN_IF_ERROR(Read(node, "targetWaitSeconds", where, &t->target_wait_s));
+  PHX_RETURN_IF_ERROR(Read(node, "minRunSeconds", where, &t->min_run_s));
+  PHX_RETURN_IF_ERROR(Read(node, "maxPreemptionsPerDay", where, &t->max_preemptions_per_day));
+  PHX_RETURN_IF_ERROR(Read(node, "reserveAfterSeconds", where, &t->reserve_after_s));
+  PHX_RETURN_IF_ERROR(Read(node, "defaultDurationSeconds", where, &t->default_duration_s));
+  PHX_RETURN_IF_ERROR(Read(node, "preemptibleBackfill", where, &t->preemptible_backfill));
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<EnginePolicy> ParseEnginePolicy(const YAML::Node& node, std::string_view where) {
+  static const Keys kKeys = {"backfill", "restartOverheadSeconds", "waitHorizonSeconds", "preemptionSearchesPerPass",
+                             "tiers"};
+  EnginePolicy p = EnginePolicy::Defaults();
+  if (!node || node.IsNull()) return p;
+  PHX_RETURN_IF_ERROR(CheckKeys(node, kKeys, where));
+  PHX_RETURN_IF_ERROR(Read(node, "backfill", where, &p.backfill));
+  PHX_RETURN_IF_ERROR(Read(node, "restartOverheadSeconds", where, &p.restart_overhead_s));
+  PHX_RETURN_IF_ERROR(Read(node, "waitHorizonSeconds", where, &p.wait_horizon_s));
+  PHX_RETURN_IF_ERROR(Read(node, "preemptionSearchesPerPass", where, &p.preemption_searches_per_pass));
+  if (const YAML::Node tiers = node["tiers"]) {
+    if (!tiers.IsSequence() || tiers.size() == 0) {
+      return InvalidArgumentError(fmt::format("{}.tiers: expected a non-empty list", where));
+    }
+    const EnginePolicy defaults = EnginePolicy::Defaults();
+    std::vector<TierPolicy> list;
+    for (size_t i = 0; i < tiers.size(); ++i) {
+      const std::string at = fmt::format("{}.tiers[{}]", where, i);
+      std::string name;
+      if (tiers[i].IsMap()) PHX_RETURN_IF_ERROR(Read(tiers[i], "name", at, &name));
+      if (name.empty()) return InvalidArgumentError(fmt::format("{}.name: required", at));
+      TierPolicy t = defaults.TierOf(1000);  // the standard tier's values
+      for (const TierPolicy& d : defaults.tiers)
+        if (d.name == name) t = d;
+      t.name = name;
+      PHX_RETURN_IF_ERROR(ReadTier(tiers[i], at, &t));
+      list.push_back(std::move(t));
+    }
+    p.tiers = std::move(list);
+  }
+  Status valid = p.Validate();
+  if (!valid.ok()) return InvalidArgumentError(fmt::format("{}.{}", where, valid.message()));
+  return p;
+}
+
+Result<EnginePolicy> LoadEnginePolicyFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("{}: cannot open", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text.str());
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
+  }
+  const YAML::Node node = root.IsMap() && root["scheduling"] ? root["scheduling"] : root;
+  auto policy = ParseEnginePolicy(node, "scheduling");
+  if (!policy.ok()) return InvalidArgumentError(fmt::format("{}: {}", path, policy.status().message()));
+  return policy;
+}
+
+}  // namespace phalanx::scheduling
