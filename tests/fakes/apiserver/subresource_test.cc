@@ -234,6 +234,21 @@ TEST_F(SubresourceTest, BudgetsOfOtherNamespacesOrWithoutSelectorSelectNothing) 
   EXPECT_EQ(evicted.status, 201) << evicted.body;
 }
 
+TEST_F(SubresourceTest, EvictionResourceVersionPreconditionIsCheckedBeforeAnythingIsWritten) {
+  SeedPod(RunningPod("p"));
+  const Json before = GetPod("p");
+  auto eviction = [](const Json& rv) {
+    return Json{{"metadata", {{"name", "p"}}}, {"deleteOptions", {{"preconditions", {{"resourceVersion", rv}}}}}};
+  };
+  auto stale = client_->Post(std::string(kPods) + "/p/eviction", eviction("1"));
+  ASSERT_EQ(stale.status, 409) << stale.body;
+  EXPECT_EQ(GetPod("p"), before);
+  // The current version is honoured although the DisruptionTarget write bumps it.
+  auto current = client_->Post(std::string(kPods) + "/p/eviction", eviction(before["metadata"]["resourceVersion"]));
+  ASSERT_EQ(current.status, 201) << current.body;
+  EXPECT_TRUE(HasDisruptionTarget(GetPod("p")));
+}
+
 TEST_F(SubresourceTest, BindingUidAndResourceVersionArePreconditions) {
   auto created = client_->Post(kPods, Json{{"metadata", {{"name", "w"}}},
                                            {"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "x"}}})}}}});
