@@ -24,14 +24,22 @@ ApiError Make(int code, std::string reason, std::string message, std::string_vie
 }  // namespace
 
 json::Json ApiError::ToStatus() const {
-  json::Json status = {{"kind", "Status"},     {"apiVersion", "v1"}, {"metadata", json::Json::object()},
-                       {"status", "Failure"},  {"message", message}, {"reason", reason},
-                       {"code", code}};
+  json::Json status = {{"kind", "Status"},    {"apiVersion", "v1"},  {"metadata", json::Json::object()},
+                       {"status", "Failure"}, {"message", message}, {"code", code}};
+  // Some real failures carry no reason (an eviction of a pod under two budgets): omitted, not "".
+  if (!reason.empty()) status["reason"] = reason;
   json::Json details = json::Json::object();
   if (!name.empty()) details["name"] = name;
   if (!group.empty()) details["group"] = group;
   if (!kind.empty()) details["kind"] = kind;
   if (retry_after_seconds > 0) details["retryAfterSeconds"] = retry_after_seconds;
+  for (const auto& cause : causes) {
+    json::Json c = json::Json::object();
+    if (!cause.type.empty()) c["reason"] = cause.type;
+    if (!cause.message.empty()) c["message"] = cause.message;
+    if (!cause.field.empty()) c["field"] = cause.field;
+    details["causes"].push_back(std::move(c));
+  }
   if (!details.empty()) status["details"] = std::move(details);
   return status;
 }
@@ -72,6 +80,14 @@ ApiError Unsupported(std::string_view why) {
 }
 ApiError InternalError(std::string_view why) {
   return Make(500, "InternalError", fmt::format("Internal error occurred: {}", why));
+}
+
+ApiError TooManyRequests(std::string_view message, int retry_after_seconds,
+                         std::vector<StatusCause> causes) {
+  ApiError e = Make(429, "TooManyRequests", std::string(message));
+  e.retry_after_seconds = retry_after_seconds;
+  e.causes = std::move(causes);
+  return e;
 }
 
 ApiError FromCode(int code, std::string_view message, int retry_after_seconds) {

@@ -7,10 +7,16 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "core/json/json.h"
 
 namespace phalanx::fakes::apiserver {
+
+// details.causes[]: `type` is serialised as "reason", as metav1.StatusCause does.
+struct StatusCause {
+  std::string type, message, field;
+};
 
 struct ApiError {
   int code = 500;
@@ -18,6 +24,7 @@ struct ApiError {
   std::string message;
   std::string group, kind, name;  // details (kind = the resource plural, as the real server does)
   int retry_after_seconds = 0;    // > 0: details.retryAfterSeconds and a Retry-After header
+  std::vector<StatusCause> causes;
 
   json::Json ToStatus() const;
   std::string ToStatusJson() const { return json::Dump(ToStatus()); }
@@ -37,6 +44,9 @@ ApiError MethodNotAllowed(std::string_view why);
 ApiError Unauthorized();
 ApiError Unsupported(std::string_view why);  // 415 UnsupportedMediaType
 ApiError InternalError(std::string_view why);
+// 429 TooManyRequests (an eviction refused by a disruption budget, ...).
+ApiError TooManyRequests(std::string_view message, int retry_after_seconds,
+                         std::vector<StatusCause> causes = {});
 // A Status answer with a chosen code (fault injection): reason derived from the code.
 ApiError FromCode(int code, std::string_view message, int retry_after_seconds);
 

@@ -63,6 +63,14 @@ class HttpWatchSink : public WatchSink {
 
 bool Truthy(std::optional<std::string_view> v) { return v && (*v == "1" || *v == "true"); }
 
+// create/update/patch/delete and the binding and eviction subresources: what a real server
+// commits to etcd. A TokenReview is a POST but stores nothing.
+bool IsWrite(const http::Request& request) {
+  const std::string& m = request.method;
+  if (m != "POST" && m != "PUT" && m != "PATCH" && m != "DELETE") return false;
+  return !request.path.ends_with("/tokenreviews");
+}
+
 std::string VerbFor(const http::Request& request, const ResourcePath& path) {
   const std::string& m = request.method;
   if (m == "GET" || m == "HEAD") {
@@ -162,7 +170,9 @@ ApiRouter::ApiRouter(Store& store, KindRegistry& kinds, FaultInjector& faults,
       options_(options) {}
 
 void ApiRouter::Handle(http::Request&& request, http::ResponseWriter&& writer) {
-  const auto latency = faults_.latency();
+  // Each delayed request waits on its own timer, so parallel requests wait concurrently.
+  const auto latency = faults_.latency() + (IsWrite(request) ? faults_.write_latency()
+                                                             : std::chrono::milliseconds(0));
   if (latency.count() > 0) {
     auto held = std::make_shared<std::pair<http::Request, http::ResponseWriter>>(std::move(request),
                                                                                  std::move(writer));

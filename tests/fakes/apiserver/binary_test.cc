@@ -1,8 +1,10 @@
 // The fake-apiserver binary as end-to-end tests run it: --port 0 with --port-file and the port
 // on stdout, --write-kubeconfig usable by core/kube, --seed (objects kept as given, status
-// included), the /fake control endpoints, clean exit on SIGTERM, one clear error on bad flags.
+// included), --write-latency-ms, the /fake control endpoints, clean exit on SIGTERM, one clear
+// error on bad flags.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "core/kube/config.h"
@@ -111,6 +113,31 @@ TEST(FakeApiServerBinaryTest, RestartEndpointKeepsObjects) {
                              std::chrono::milliseconds(5)));
   ASSERT_TRUE(e2e::PollUntil([&] { return client.Get("/api/v1/namespaces/ml/configmaps/kept").status == 200; }));
   EXPECT_EQ(process->Stop(), 0) << process->LogTail();
+}
+
+TEST(FakeApiServerBinaryTest, WriteLatencyFlagDelaysWritesOnly) {
+  e2e::TempDir dir;
+  const std::string port_file = dir.path() + "/port";
+  auto process = Start(dir, {"--port-file", port_file, "--write-latency-ms", "800"});
+  ASSERT_TRUE(process);
+  ASSERT_TRUE(e2e::PollUntil([&] { return e2e::ReadFile(port_file).has_value() || !process->Running(); }))
+      << process->LogTail();
+  RawClient client("http://127.0.0.1:" + std::to_string(std::stoi(*e2e::ReadFile(port_file))));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(client.Post("/api/v1/namespaces/ml/configmaps", Json{{"metadata", {{"name", "c"}}}}).status, 201);
+  const auto written = std::chrono::steady_clock::now();
+  ASSERT_EQ(client.Get("/api/v1/namespaces/ml/configmaps/c").status, 200);
+  const auto read = std::chrono::steady_clock::now();
+  EXPECT_GE(written - start, std::chrono::milliseconds(800));
+  EXPECT_LT(read - written, std::chrono::milliseconds(400));  // a read takes a few ms
+  EXPECT_EQ(process->Stop(), 0) << process->LogTail();
+
+  auto bad = Start(dir, {"--write-latency-ms", "-1"});
+  ASSERT_TRUE(bad);
+  ASSERT_TRUE(e2e::PollUntil([&] { return !bad->Running(); }));
+  EXPECT_NE(bad->exit_status(), 0);
+  EXPECT_NE(e2e::ReadFile(bad->stderr_path()).value_or("").find("--write-latency-ms"), std::string::npos)
+      << e2e::ReadFile(bad->stderr_path()).value_or("");
 }
 
 TEST(FakeApiServerBinaryTest, BadSeedFailsWithOneClearLine) {

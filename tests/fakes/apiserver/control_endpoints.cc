@@ -50,6 +50,17 @@ void AddControlEndpoints(http::HttpServer& server, FakeApiServer& fake, Schedule
     fake.SetLatency(std::chrono::milliseconds(QueryInt(request, "ms", 0)));
     return JsonResponse(200, {{"ok", true}});
   });
+  server.Handle("POST", "/fake/write-latency", [&fake](const http::Request& request) {
+    // Strict: a typo must not silently turn the latency off.
+    const std::string ms(request.QueryValue("ms").value_or(""));
+    char* end = nullptr;
+    const long long value = std::strtoll(ms.c_str(), &end, 10);
+    if (ms.empty() || *end != '\0' || value < 0 || value > 3600000) {
+      return Error(400, "ms must be an integer from 0 to 3600000, got \"" + ms + "\"");
+    }
+    fake.SetWriteLatency(std::chrono::milliseconds(value));
+    return JsonResponse(200, {{"ok", true}});
+  });
   server.Handle("POST", "/fake/drop-watches", [&fake](const http::Request&) {
     fake.DropWatches();
     return JsonResponse(200, {{"ok", true}});

@@ -67,6 +67,7 @@ FakeApiServer::FakeApiServer(FakeApiServerOptions options) : options_(std::move(
   router_ = std::make_unique<ApiRouter>(*store_, kinds_, faults_, tokens_, scheduler_, log_,
                                         router_options);
   tokens_.Require(options_.required_token);
+  faults_.set_write_latency(options_.write_latency);
   for (const char* ns : {"default", "kube-system", "kube-public"}) {
     (void)store_->Create(*kinds_.FindByStorageKey("/namespaces"), "",
                          {{"metadata", {{"name", ns}}}});

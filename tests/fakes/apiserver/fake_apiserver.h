@@ -44,6 +44,9 @@ struct FakeApiServerOptions {
   bool gone_as_http_status = false;  // too old watch version: HTTP 410 instead of an ERROR event
   std::optional<std::string> required_token;  // set: only it and AddToken() tokens are accepted
   bool eviction_disruption_condition = true;
+  // Added to every mutating request (create/update/patch/delete/binding/eviction), not to reads
+  // or watches; concurrent requests wait concurrently, as writes to etcd do.
+  std::chrono::milliseconds write_latency{0};
   // Set: play the kubelet, finishing a pod's graceful deletion (a delete with grace 0) this long
   // after it started. Unset: terminating pods stay until a client deletes them with grace 0.
   std::optional<std::chrono::milliseconds> pod_termination_delay;
@@ -112,6 +115,8 @@ class FakeApiServer {
   void FailNext(FaultRule rule) { faults_.FailNext(std::move(rule)); }
   void ClearFaults() { faults_.Clear(); }
   void SetLatency(std::chrono::milliseconds latency) { faults_.set_latency(latency); }
+  // FakeApiServerOptions::write_latency, changed while serving (ClearFaults() keeps it).
+  void SetWriteLatency(std::chrono::milliseconds latency) { faults_.set_write_latency(latency); }
   void DropWatches() { store_->DropAllWatches(); }  // every stream ends (apiserver restart)
   void CompactHistory() { store_->CompactHistory(); }  // every older version now 410
   // Stops serving: connections are refused until ComeUp(), which listens on the same port.

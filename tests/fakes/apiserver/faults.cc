@@ -35,4 +35,14 @@ std::chrono::milliseconds FaultInjector::latency() const {
   return latency_;
 }
 
+void FaultInjector::set_write_latency(std::chrono::milliseconds latency) {
+  std::lock_guard<std::mutex> lock(mu_);
+  write_latency_ = latency;
+}
+
+std::chrono::milliseconds FaultInjector::write_latency() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return write_latency_;
+}
+
 }  // namespace phalanx::fakes::apiserver

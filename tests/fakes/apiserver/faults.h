@@ -1,6 +1,7 @@
 // Fault injection for the fake API server: "fail the next N requests matching a verb and a
 // path with this code" (500, 429 with Retry-After, ...), and a fixed latency added to every
-// request. Matching rules are consumed in the order they were added.
+// request. Matching rules are consumed in the order they were added. Also the write latency, a
+// property of the server (etcd's commit time) rather than a fault: Clear() keeps it.
 // Thread-safe.
 #pragma once
 
@@ -34,11 +35,15 @@ class FaultInjector {
 
   void set_latency(std::chrono::milliseconds latency);
   std::chrono::milliseconds latency() const;
+  // Added (after latency()) to mutating requests only.
+  void set_write_latency(std::chrono::milliseconds latency);
+  std::chrono::milliseconds write_latency() const;
 
  private:
   mutable std::mutex mu_;
   std::deque<FaultRule> rules_;
   std::chrono::milliseconds latency_{0};
+  std::chrono::milliseconds write_latency_{0};
 };
 
 }  // namespace phalanx::fakes::apiserver

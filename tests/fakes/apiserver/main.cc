@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   size_t event_window = 100000;
   int bookmark_ms = 1000;
   int pod_termination_ms = -1;
+  int write_latency_ms = 0;
   bool gone_as_http = false;
   phalanx::log::LogOptions log_options;
   app.add_option("--listen", listen, "Address to listen on, host:port (port 0 = ephemeral)");
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3600000));
   app.add_option("--pod-termination-delay-ms", pod_termination_ms,
                  "Play the kubelet: finish graceful pod deletions after this delay (default: never)");
+  app.add_option("--write-latency-ms", write_latency_ms,
+                 "Delay every mutating request (create/update/patch/delete/binding/eviction) by this "
+                 "much; reads and watches are not delayed, parallel writes wait in parallel")
+      ->check(CLI::Range(0, 3600000));
   app.add_flag("--gone-as-http", gone_as_http,
                "Answer a watch from a too old resourceVersion with HTTP 410 instead of an ERROR event");
   phalanx::log::AddLogFlags(app, log_options);
@@ -90,6 +95,7 @@ int main(int argc, char** argv) {
   options.bookmark_interval = std::chrono::milliseconds(bookmark_ms);
   options.gone_as_http_status = gone_as_http;
   if (pod_termination_ms >= 0) options.pod_termination_delay = std::chrono::milliseconds(pod_termination_ms);
+  options.write_latency = std::chrono::milliseconds(write_latency_ms);
   options.logger = logger;
 
   std::vector<phalanx::json::Json> objects;

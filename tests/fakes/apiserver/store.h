@@ -127,10 +127,13 @@ class Store {
                              Subresource sub);
   ApiResult<DeleteResult> Delete(const KindInfo& kind, const std::string& namespace_,
                                  const std::string& name, const DeleteOptions& options);
-  // pods/binding: sets spec.nodeName (and the binding's annotations), PodScheduled=True.
+  // pods/binding: sets spec.nodeName (and the binding's annotations), PodScheduled=True. The
+  // binding's metadata.uid and metadata.resourceVersion, when set, are preconditions (409).
   ApiResult<ObjectPtr> Bind(const std::string& namespace_, const std::string& name,
                             const json::Json& binding);
-  // pods/eviction: DisruptionTarget condition (optional), then delete with its DeleteOptions.
+  // pods/eviction: the pod's PodDisruptionBudget (429 when it allows no disruption, 500 when
+  // several select the pod; nothing changes), then the DisruptionTarget condition (optional),
+  // then delete with the Eviction's DeleteOptions.
   ApiResult<ObjectPtr> Evict(const std::string& namespace_, const std::string& name,
                              const json::Json& eviction);
 
@@ -189,6 +192,11 @@ class Store {
                                        const DeleteOptions& options);
   void CascadeLocked(const ObjectPtr& owner, const std::string& policy);
   ApiResult<ObjectPtr> AdmitPodCreate(json::Json& pod);
+  // The eviction's verdict from the budgets selecting `pod` (disruption_budget.h): nullopt = go.
+  std::optional<ApiError> CheckDisruptionBudgetsLocked(const ObjectPtr& pod);
+  // The summed spec.replicas of the pods' controllers (ownerReferences with controller: true,
+  // each counted once); nullopt when a pod has none, or it is missing or has no replicas.
+  std::optional<int64_t> ControllersScaleLocked(const std::vector<json::Json>& pods);
   std::optional<ApiError> ValidatePodUpdate(const json::Json& old_pod, const json::Json& new_pod);
 
   bool MatchesWatch(const Watcher& w, const StoredObject& object) const;

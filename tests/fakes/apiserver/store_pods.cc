@@ -1,9 +1,12 @@
 // The Store's pod-specific rules: create defaults and admission, update validation, the
-// binding and eviction subresources.
+// binding and eviction subresources (eviction with PodDisruptionBudgets).
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "tests/fakes/apiserver/disruption_budget.h"
 #include "tests/fakes/apiserver/store.h"
 #include "tests/fakes/apiserver/store_internal.h"
 
@@ -138,6 +141,21 @@ ApiResult<ObjectPtr> Store::Bind(const std::string& namespace_, const std::strin
     return BadRequest(fmt::format(
         "the name of the object ({}) does not match the name on the URL ({})", body_name, name));
   }
+  // Preconditions as the real BindingREST: checked by storage before anything else, a mismatch
+  // is a storage "invalid object" error answered as 409 on pods.
+  const std::string uid = internal::MetaString(binding, "uid");
+  const std::string rv = internal::MetaString(binding, "resourceVersion");
+  auto precondition_failed = [&](const char* what, const std::string& wanted, const std::string& actual) {
+    return Conflict("", "pods", name,
+                    fmt::format("StorageError: invalid object, Code: 4, Key: /registry/pods/{}/{}, "
+                                "ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {} in "
+                                "precondition: {}, {} in object meta: {}",
+                                namespace_, name, what, wanted, what, actual));
+  };
+  if (!uid.empty() && uid != current->uid) return precondition_failed("UID", uid, current->uid);
+  if (!rv.empty() && rv != std::to_string(current->resource_version)) {
+    return precondition_failed("ResourceVersion", rv, std::to_string(current->resource_version));
+  }
   const std::string node = binding["target"]["name"].get<std::string>();
   json::Json pod = current->Parse();
   if (current->terminating) {
@@ -195,7 +213,15 @@ ApiResult<ObjectPtr> Store::Evict(const std::string& namespace_, const std::stri
                     fmt::format("Precondition failed: UID in precondition: {}, UID in object meta: {}",
                                 *options.precondition_uid, current->uid));
   }
+  if (options.precondition_resource_version &&
+      *options.precondition_resource_version != std::to_string(current->resource_version)) {
+    return Conflict("", "pods", name,
+                    fmt::format("Precondition failed: ResourceVersion in precondition: {}, "
+                                "ResourceVersion in object meta: {}",
+                                *options.precondition_resource_version, current->resource_version));
+  }
   if (current->terminating) return current;  // already going away: nothing to do
+  if (auto refused = CheckDisruptionBudgetsLocked(current)) return *refused;
   if (options_.eviction_disruption_condition) {
     json::Json pod = current->Parse();
     SetCondition(pod,
@@ -209,6 +235,74 @@ ApiResult<ObjectPtr> Store::Evict(const std::string& namespace_, const std::stri
   auto deleted = DeleteLocked(table, current, options);
   if (!IsOk(deleted)) return std::get<ApiError>(deleted);
   return std::get<DeleteResult>(deleted).object;
+}
+
+std::optional<ApiError> Store::CheckDisruptionBudgetsLocked(const ObjectPtr& pod) {
+  if (EvictionIgnoresBudgets(*pod)) return std::nullopt;
+  auto budgets = tables_.find("policy/poddisruptionbudgets");
+  auto pods = tables_.find("/pods");
+  if (budgets == tables_.end() || pods == tables_.end()) return std::nullopt;
+  const std::string prefix = pod->namespace_ + "/";
+  auto in_namespace = [&prefix](const Table& table, auto&& each) {
+    for (auto it = table.objects.lower_bound(prefix);
+         it != table.objects.end() && it->first.starts_with(prefix); ++it) {
+      each(it->second);
+    }
+  };
+  json::Json budget;
+  std::optional<LabelSelector> selector;
+  int matched = 0;
+  in_namespace(budgets->second, [&](const ObjectPtr& candidate) {
+    json::Json parsed = candidate->Parse();
+    auto s = BudgetSelector(parsed);
+    if (!s || !s->Matches(*pod)) return;
+    if (++matched == 1) {
+      budget = std::move(parsed);
+      selector = std::move(s);
+    }
+  });
+  if (matched == 0) return std::nullopt;
+  if (matched > 1) return MultipleBudgetsError();
+  std::vector<json::Json> selected;
+  in_namespace(pods->second, [&](const ObjectPtr& candidate) {
+    if (selector->Matches(*candidate)) selected.push_back(candidate->Parse());
+  });
+  return CheckEviction(budget, ComputeBudgetStatus(budget, selected, ControllersScaleLocked(selected)),
+                       PodReady(pod->Parse()));
+}
+
+// Simplified from the disruption controller's finders: the owner's own spec.replicas (a
+// ReplicaSet's, not its Deployment's), for any kind the fake stores.
+std::optional<int64_t> Store::ControllersScaleLocked(const std::vector<json::Json>& pods) {
+  std::set<std::string> counted;
+  int64_t scale = 0;
+  for (const auto& pod : pods) {
+    const json::Json* controller = nullptr;
+    const json::Json& meta = pod["metadata"];
+    if (meta.contains("ownerReferences") && meta["ownerReferences"].is_array()) {
+      for (const auto& ref : meta["ownerReferences"]) {
+        if (ref.is_object() && ref.value("controller", false)) controller = &ref;
+      }
+    }
+    if (controller == nullptr) return std::nullopt;
+    const std::string uid = controller->value("uid", "");
+    if (counted.count(uid) != 0) continue;
+    auto kind = kinds_.FindByKind(controller->value("apiVersion", ""), controller->value("kind", ""));
+    if (!kind) return std::nullopt;
+    auto table = tables_.find(kind->storage_key());
+    if (table == tables_.end()) return std::nullopt;
+    const std::string ns = kind->namespaced ? meta.value("namespace", "") : "";
+    auto owner = table->second.objects.find(ns + "/" + controller->value("name", ""));
+    if (owner == table->second.objects.end() || owner->second->uid != uid) return std::nullopt;
+    const json::Json object = owner->second->Parse();
+    if (!object.contains("spec") || !object["spec"].is_object() ||
+        !object["spec"].contains("replicas") || !object["spec"]["replicas"].is_number_integer()) {
+      return std::nullopt;
+    }
+    scale += object["spec"]["replicas"].get<int64_t>();
+    counted.insert(uid);
+  }
+  return scale;
 }
 
 }  // namespace phalanx::fakes::apiserver
