@@ -2,8 +2,9 @@
 // slices and the best GPU set for each request size (the device plugin's choice).
 // Source: a `phalanx.io/gpu-topology` annotation document (--file, "-" = stdin), e.g.
 //   kubectl get node gpu-1 -o jsonpath='{.metadata.annotations.phalanx\.io/gpu-topology}' | phalanx topology --file -
-// or this machine through NVML (--nvml-library PATH, the device plugin's binding and
-// mapping, so it shows exactly what the plugin would publish).
+// or this machine through NVML (--nvml-library PATH, default the driver's libnvidia-ml.so.1
+// when --file is not given; the device plugin's binding and mapping, so it shows exactly what
+// the plugin would publish).
 #include <bit>
 #include <fstream>
 #include <iostream>
@@ -21,6 +22,9 @@
 
 namespace phalanx::cli {
 namespace {
+
+// What the NVIDIA driver installs on every GPU node (the device plugin's default too).
+constexpr const char* kSystemNvmlLibrary = "libnvidia-ml.so.1";
 
 struct TopologyFlags {
   std::string file;
@@ -61,6 +65,18 @@ std::string RenderBestSets(const topology::NodeTopology& node) {
 }
 
 Result<topology::NodeTopology> LoadTopology(const TopologyFlags& flags) {
+  if (flags.file.empty() && flags.nvml_library.empty()) {
+    // No source named: this machine through the system's NVML, so `phalanx topology` just
+    // works on a GPU node; elsewhere say what to do instead.
+    auto node = device_plugin::ReadNodeTopology(kSystemNvmlLibrary);
+    if (!node.ok()) {
+      return node.status().WithContext(fmt::format(
+          "no --file given and this machine's NVML ({}) is not usable; run on a GPU node with the NVIDIA "
+          "driver, pass --nvml-library PATH, or --file a phalanx.io/gpu-topology document",
+          kSystemNvmlLibrary));
+    }
+    return node;
+  }
   if (!flags.nvml_library.empty()) {
     auto node = device_plugin::ReadNodeTopology(flags.nvml_library);
     if (!node.ok()) return node.status().WithContext(fmt::format("--nvml-library {}", flags.nvml_library));
@@ -73,10 +89,6 @@ Result<topology::NodeTopology> LoadTopology(const TopologyFlags& flags) {
 }
 
 int RunTopology(const TopologyFlags& flags) {
-  if (flags.file.empty() && flags.nvml_library.empty()) {
-    std::cerr << "phalanx topology: one of --file or --nvml-library is required\n";
-    return 2;
-  }
   auto node = LoadTopology(flags);
   if (!node.ok()) {
     std::cerr << "phalanx topology: " << node.status().message() << "\n";
@@ -102,7 +114,7 @@ void RegisterTopologyCommand(CommandRegistry& registry) {
             auto* file = app.add_option("--file", flags->file,
                                         "A phalanx.io/gpu-topology annotation document ('-' reads stdin)");
             auto* nvml = app.add_option("--nvml-library", flags->nvml_library,
-                                        "Read this machine through NVML (e.g. libnvidia-ml.so.1)");
+                                        "Read this machine through this NVML library (default without --file: libnvidia-ml.so.1)");
             file->excludes(nvml);
             app.add_flag("--json", flags->json, "Print the validated document as JSON instead of tables");
           },

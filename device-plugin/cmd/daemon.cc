@@ -27,6 +27,9 @@
 #include "device-plugin/plugin/plugin_manager.h"
 #include "device-plugin/plugin/plugin_metrics.h"
 #include "device-plugin/publish/kube_node_api.h"
+#include "device-plugin/publish/kube_pod_watch.h"
+#include "device-plugin/publish/node_events.h"
+#include "device-plugin/publish/pod_cache.h"
 #include "device-plugin/publish/publisher.h"
 
 namespace phalanx::device_plugin {
@@ -96,6 +99,8 @@ struct NodeContext {
   bool mig_capable = false;
   HealthTable* health = nullptr;
   NodeApi* node_api = nullptr;  // null = not publishing
+  const PodCache* pods = nullptr;  // the node's pods, kept by a watch (set with node_api)
+  NodeEvents* events = nullptr;    // Events on the node (set with node_api)
   PodResourcesClient* pod_resources = nullptr;
   const PluginMetrics* metrics = nullptr;
 };
@@ -114,7 +119,7 @@ std::unique_ptr<Generation> StartGeneration(const NodeContext& ctx, Config confi
         PublisherOptions{.node_name = ctx.options->node_name,
                          .interval = std::chrono::milliseconds(
                              static_cast<int64_t>(g->config->publish_interval_seconds * 1000))},
-        *ctx.node_api, ctx.pod_resources, ctx.topology, ctx.mig_capable, g->resources, *ctx.health, ctx.metrics,
+        *ctx.node_api, *ctx.pods, ctx.pod_resources, ctx.topology, ctx.mig_capable, g->resources, *ctx.health, ctx.metrics,
         log::MakeLogger("device_plugin.publish"));
   }
   ServerDeps deps{.config = g->config.get(), .health = ctx.health, .bandwidth = ctx.bandwidth,
@@ -122,7 +127,12 @@ std::unique_ptr<Generation> StartGeneration(const NodeContext& ctx, Config confi
                   .logger = log::MakeLogger("device_plugin.kubelet")};
   g->manager = std::make_unique<PluginManager>(
       ManagerOptions{.plugin_dir = DevicePluginDir(*ctx.options),
-                     .poll_interval = std::chrono::milliseconds(ctx.options->kubelet_poll_ms)},
+                     .poll_interval = std::chrono::milliseconds(ctx.options->kubelet_poll_ms),
+                     .on_register = ctx.events == nullptr
+                                        ? std::function<void(const ResourceSpec&, const Status&)>()
+                                        : [events = ctx.events](const ResourceSpec& r, const Status& s) {
+                                            events->Registration(r.name, r.devices.size(), s);
+                                          }},
       g->resources, deps);
   g->manager->Start();
   if (g->publisher) g->publisher->Start();
@@ -285,8 +295,12 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
   ctx.health = &health;
 
   // Publishing: without API access the node keeps serving kubelet; /readyz says why.
-  std::unique_ptr<NodeApi> node_api;
+  // The pod watch outlives config reloads: a SIGHUP does not list the node's pods again.
+  std::unique_ptr<KubeNodeApi> node_api;
   std::unique_ptr<PodResourcesClient> pod_resources;
+  PodCache pod_cache;
+  std::unique_ptr<KubePodWatch> pod_watch;
+  std::unique_ptr<NodeEvents> events;
   if (o.publish) {
     if (o.node_name.empty()) {
       publish_disabled = "publishing degraded: no --node-name (or env NODE_NAME)";
@@ -295,7 +309,13 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     } else {
       node_api = std::move(api).value();
       pod_resources = std::make_unique<PodResourcesClient>(PodResourcesSocket(o));
+      pod_watch = std::make_unique<KubePodWatch>(node_api->client(), o.node_name, pod_cache);
+      pod_watch->Start();
+      events = std::make_unique<NodeEvents>(node_api->client(), o.node_name, health);
+      events->Start();
+      ctx.events = events.get();
       ctx.node_api = node_api.get();
+      ctx.pods = &pod_cache;
       ctx.pod_resources = pod_resources.get();
     }
     if (!publish_disabled.empty()) PHX_LOG_WARN(logger, "Not publishing node GPU state", kv("reason", publish_disabled));
@@ -321,6 +341,8 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
   }
   PHX_LOG_INFO(logger, "Shutting down: stopping kubelet servers and removing sockets");
   if (auto g = current.Take()) g->Stop();
+  if (pod_watch) pod_watch->Stop();
+  if (events) events->Stop();
   http.Shutdown(std::chrono::seconds(2));
   shutdown.Wait();
   PHX_LOG_INFO(logger, "Stopped");

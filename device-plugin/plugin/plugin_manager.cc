@@ -129,6 +129,7 @@ void PluginManager::Tick() {
   bool failed = false;
   for (size_t i : to_register) {
     Status s = RegisterOne(resources_[i]);
+    if (options_.on_register) options_.on_register(resources_[i], s);
     std::lock_guard<std::mutex> lock(mu_);
     if (deps_.metrics) deps_.metrics->Inc(deps_.metrics->registrations, {resources_[i].name, s.ok() ? "ok" : "error"});
     if (s.ok()) {

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +44,8 @@ struct ManagerOptions {
   std::chrono::milliseconds poll_interval{200};
   std::chrono::milliseconds register_timeout{15'000};
   std::chrono::milliseconds backoff_cap{10'000};
+  // Called after every registration attempt (Events); optional, must not block.
+  std::function<void(const ResourceSpec&, const Status&)> on_register;
 };
 
 class PluginManager {

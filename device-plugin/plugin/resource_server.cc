@@ -187,7 +187,10 @@ grpc::ServerUnaryReactor* ResourceServer::GetPreferredAllocation(grpc::CallbackS
   const auto start = std::chrono::steady_clock::now();
   auto* reactor = ctx->DefaultReactor();
   std::vector<AnnotatedPod> pods;
-  if (deps_.pods != nullptr) pods = deps_.pods->PendingPods();
+  if (deps_.pods != nullptr && req->container_requests_size() > 0) {
+    const auto& first = req->container_requests(0);
+    pods = deps_.pods->PendingPods(spec_.name, {first.available_deviceids().begin(), first.available_deviceids().end()});
+  }
   Status status;
   std::string source = "topology";
   for (const auto& c : req->container_requests()) {

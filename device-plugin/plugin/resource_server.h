@@ -32,12 +32,15 @@
 
 namespace phalanx::device_plugin {
 
-// Pending pods on this node carrying phalanx.io/devices (implemented over the API server
-// by the publisher; null = no API access, preferred allocation uses topology only).
+// Pending pods on this node carrying phalanx.io/devices (the publisher's, from its pod
+// watch; null = no API access, preferred allocation uses topology only). Called on kubelet's
+// admission path for a pod that wants `resource` and may use `available`: must not call the
+// API server.
 class PendingPodSource {
  public:
   virtual ~PendingPodSource() = default;
-  virtual std::vector<AnnotatedPod> PendingPods() = 0;
+  virtual std::vector<AnnotatedPod> PendingPods(const std::string& resource,
+                                                const std::vector<std::string>& available) = 0;
 };
 
 struct ServerDeps {

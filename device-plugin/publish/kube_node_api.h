@@ -1,6 +1,5 @@
-// KubeNodeApi: NodeApi over core/kube's KubeClient. Two clients: the publisher's (client
-// retries with backoff) and a fast one for the kubelet admission path (one attempt, 1 s
-// timeout, so GetPreferredAllocation never waits on a slow API server).
+// KubeNodeApi: NodeApi over core/kube's KubeClient (retries with backoff, 5 QPS). Its client
+// also carries the node's pod watch (KubePodWatch) and the plugin's Events.
 #pragma once
 
 #include <memory>
@@ -17,13 +16,11 @@ class KubeNodeApi final : public NodeApi {
   static Result<std::unique_ptr<KubeNodeApi>> Create(const std::string& kubeconfig);
 
   Status PatchNode(const std::string& node, const nlohmann::json& merge_patch) override;
-  Result<std::vector<PodOnNode>> ListPodsOnNode(const std::string& node, bool fast) override;
+  kube::KubeClient& client() { return *client_; }
 
  private:
-  KubeNodeApi(std::unique_ptr<kube::KubeClient> normal, std::unique_ptr<kube::KubeClient> fast)
-      : normal_(std::move(normal)), fast_(std::move(fast)) {}
-  std::unique_ptr<kube::KubeClient> normal_;
-  std::unique_ptr<kube::KubeClient> fast_;
+  explicit KubeNodeApi(std::unique_ptr<kube::KubeClient> client) : client_(std::move(client)) {}
+  std::unique_ptr<kube::KubeClient> client_;
 };
 
 }  // namespace phalanx::device_plugin

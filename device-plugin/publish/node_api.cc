@@ -1,5 +1,6 @@
 #include "device-plugin/publish/node_api.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include "device-plugin/publish/node_state.h"
@@ -36,6 +37,25 @@ Result<PodOnNode> DecodePod(const nlohmann::json& pod) {
     p.devices_annotation = Str(*a, std::string(kDevicesAnnotation).c_str());
   }
   if (auto st = pod.find("status"); st != pod.end() && st->is_object()) p.phase = Str(*st, "phase");
+  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    for (const char* list : {"initContainers", "containers"}) {
+      auto cs = spec->find(list);
+      if (cs == spec->end() || !cs->is_array()) continue;
+      for (const auto& c : *cs) {
+        auto res = c.find("resources");
+        if (!c.is_object() || res == c.end() || !res->is_object()) continue;
+        for (const char* kind : {"limits", "requests"}) {
+          auto amounts = res->find(kind);
+          if (amounts == res->end() || !amounts->is_object()) continue;
+          for (const auto& [name, amount] : amounts->items()) {
+            if (std::find(p.resources.begin(), p.resources.end(), name) == p.resources.end()) {
+              p.resources.push_back(name);
+            }
+          }
+        }
+      }
+    }
+  }
   return p;
 }
 

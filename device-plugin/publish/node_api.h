@@ -1,5 +1,5 @@
-// NodeApi: the two API-server operations the device plugin needs, behind an interface so
-// the publisher's logic is tested without a server (KubeNodeApi is the real one).
+// NodeApi: the API-server write the publisher needs, behind an interface so its logic is
+// tested without a server (KubeNodeApi is the real one). Pods come from a watch (PodCache).
 #pragma once
 
 #include <string>
@@ -20,6 +20,7 @@ struct PodOnNode {
   SystemTime created{};
   bool deleting = false;        // has a deletionTimestamp
   std::string devices_annotation;  // phalanx.io/devices, "" if absent
+  std::vector<std::string> resources;  // extended resources its containers ask for (limits, requests)
 };
 
 class NodeApi {
@@ -27,9 +28,6 @@ class NodeApi {
   virtual ~NodeApi() = default;
   // JSON merge patch of Node `node` (metadata only).
   virtual Status PatchNode(const std::string& node, const nlohmann::json& merge_patch) = 0;
-  // Pods bound to `node` (spec.nodeName), any phase. `fast`: a single short attempt (the
-  // kubelet admission path), else the client's usual retries.
-  virtual Result<std::vector<PodOnNode>> ListPodsOnNode(const std::string& node, bool fast) = 0;
 };
 
 // Decodes one Pod object. InvalidArgument when metadata.uid/name is missing.

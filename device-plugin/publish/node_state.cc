@@ -70,12 +70,17 @@ nlohmann::json GpuStateDocument(const std::vector<ResourceSpec>& resources, cons
 
 nlohmann::json NodePatch(const std::map<std::string, std::string>& labels, const std::string& topology_doc,
                          const std::string& state_doc) {
-  nlohmann::json l = nlohmann::json::object();
-  for (const auto& [k, v] : labels) l[k] = v;
+  nlohmann::json meta = nlohmann::json::object();
+  if (!labels.empty()) {
+    nlohmann::json l = nlohmann::json::object();
+    for (const auto& [k, v] : labels) l[k] = v;
+    meta["labels"] = std::move(l);
+  }
   nlohmann::json a = nlohmann::json::object();
   if (!topology_doc.empty()) a[std::string(topology::kGpuTopologyAnnotation)] = topology_doc;
-  a[std::string(kGpuStateAnnotation)] = state_doc;
-  return {{"metadata", {{"labels", std::move(l)}, {"annotations", std::move(a)}}}};
+  if (!state_doc.empty()) a[std::string(kGpuStateAnnotation)] = state_doc;
+  if (!a.empty()) meta["annotations"] = std::move(a);
+  return {{"metadata", std::move(meta)}};
 }
 
 }  // namespace phalanx::device_plugin

@@ -45,7 +45,8 @@ topology::NodeTopology WithHealth(topology::NodeTopology topology, const HealthT
 nlohmann::json GpuStateDocument(const std::vector<ResourceSpec>& resources, const HealthTable& health,
                                 const std::map<std::string, std::string>& allocations);
 
-// {"metadata":{"labels":{...},"annotations":{topology, state}}}.
+// {"metadata":{"labels":{...},"annotations":{topology, state}}}; empty parts are left out
+// (the publisher sends only what changed).
 nlohmann::json NodePatch(const std::map<std::string, std::string>& labels, const std::string& topology_doc,
                          const std::string& state_doc);
 

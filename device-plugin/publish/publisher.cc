@@ -24,12 +24,13 @@ Result<std::vector<std::string>> ParseDevicesAnnotation(const std::string& text)
   return out;
 }
 
-Publisher::Publisher(PublisherOptions options, NodeApi& api, PodResourcesClient* pod_resources,
+Publisher::Publisher(PublisherOptions options, NodeApi& api, const PodCache& pods, PodResourcesClient* pod_resources,
                      std::optional<topology::NodeTopology> topology, bool mig_capable,
                      std::vector<ResourceSpec> resources, HealthTable& health, const PluginMetrics* metrics,
                      std::shared_ptr<spdlog::logger> logger)
     : options_(std::move(options)),
       api_(api),
+      pods_(pods),
       pod_resources_(pod_resources),
       topology_(std::move(topology)),
       mig_capable_(mig_capable),
@@ -80,16 +81,17 @@ void Publisher::Loop() {
   auto delay = options_.interval;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    lock.unlock();
-    const Status s = PublishOnce();
-    lock.lock();
-    delay = s.ok() ? options_.interval : std::min(options_.max_backoff, delay * 2);
-    // Never sooner than `delay` after this attempt, even when health changes meanwhile.
-    const auto earliest = std::chrono::steady_clock::now() + delay;
-    cv_.wait_until(lock, earliest, [this] { return stop_; });
-    if (stop_) break;
-    // A periodic pass keeps allocations fresh; a health change just makes it happen now.
     dirty_ = false;
+    lock.unlock();
+    (void)PublishOnce();
+    lock.lock();
+    // Only a failed write backs off: the other sources are local and cheap to read again.
+    delay = write_failed_ ? std::min(options_.max_backoff, delay * 2) : options_.interval;
+    const auto attempt = std::chrono::steady_clock::now();
+    // Debounce: never sooner than `interval` after this attempt, whatever changes meanwhile.
+    cv_.wait_until(lock, attempt + options_.interval, [this] { return stop_; });
+    // During a backoff, a health change is worth an early retry.
+    cv_.wait_until(lock, attempt + delay, [this] { return stop_ || dirty_; });
   }
 }
 
@@ -105,14 +107,47 @@ std::vector<AnnotatedPod> Publisher::Annotated(const std::vector<PodOnNode>& pod
   return out;
 }
 
-std::vector<AnnotatedPod> Publisher::PendingPods() {
-  auto live = api_.ListPodsOnNode(options_.node_name, /*fast=*/true);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!live.ok()) {
-    PHX_LOG_DEBUG(logger_, "Failed to list pods for preferred allocation; using the last list", kv("err", live.status()));
-    return Annotated(pods_, allocations_);
+bool Publisher::AnyAdmissible(const std::vector<PodOnNode>& pods, const Allocations& alloc,
+                              const std::string& resource, const std::vector<std::string>& available) const {
+  const ResourceSpec* spec = nullptr;
+  for (const auto& r : resources_) {
+    if (r.name == resource) spec = &r;
   }
-  return Annotated(*live, allocations_);
+  const std::set<std::string> offered(available.begin(), available.end());
+  for (const auto& p : pods) {
+    if (p.deleting || !(p.phase.empty() || p.phase == "Pending")) continue;
+    if (std::find(p.resources.begin(), p.resources.end(), resource) == p.resources.end()) continue;
+    if (alloc.by_pod.count(PodKey{p.ns, p.name})) continue;
+    if (p.devices_annotation.empty() || spec == nullptr) return true;
+    auto ids = ParseDevicesAnnotation(p.devices_annotation);
+    if (!ids.ok()) return true;
+    // Annotated devices of this resource already taken: this pod was admitted before.
+    const bool taken = std::any_of(ids->begin(), ids->end(),
+                                   [&](const std::string& id) { return spec->Find(id) && !offered.count(id); });
+    if (!taken) return true;
+  }
+  return false;
+}
+
+std::vector<AnnotatedPod> Publisher::PendingPods(const std::string& resource,
+                                                 const std::vector<std::string>& available) {
+  std::shared_ptr<const Allocations> alloc;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    alloc = allocations_;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + options_.pod_wait;
+  for (;;) {
+    const uint64_t seen = pods_.version();
+    const PodCache::Snapshot pods = pods_.Pods();
+    if (!pods_.Synced() || AnyAdmissible(*pods, *alloc, resource, available)) return Annotated(*pods, *alloc);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      PHX_LOG_DEBUG(logger_, "No pod on the node can be the one kubelet admits; the pod watch may be behind",
+                    kv("resource", resource), kv("waited_ms", options_.pod_wait.count()));
+      return Annotated(*pods, *alloc);
+    }
+    pods_.WaitForChange(seen, deadline);
+  }
 }
 
 void Publisher::CountMismatches(const std::vector<PodOnNode>& pods, const Allocations& alloc) {
@@ -141,64 +176,82 @@ void Publisher::CountMismatches(const std::vector<PodOnNode>& pods, const Alloca
   }
 }
 
-Status PublishOnce_(Publisher&);
+Result<std::string> Publisher::StateDocument() {
+  auto alloc = std::make_shared<Allocations>();
+  if (pod_resources_ != nullptr) {
+    auto listed = pod_resources_->List(resource_names_);
+    if (!listed.ok()) return listed.status();
+    *alloc = std::move(listed).value();
+  }
+  if (!pods_.Synced()) return UnavailableError("the node's pods are not listed yet");
+  const PodCache::Snapshot pods = pods_.Pods();
+  std::map<std::string, std::string> uid_of;  // "ns/name" -> uid
+  for (const auto& p : *pods) uid_of[p.ns + "/" + p.name] = p.uid;
+  std::map<std::string, std::string> device_to_uid;
+  for (const auto& [id, key] : alloc->by_device) {
+    auto it = uid_of.find(key.ns + "/" + key.name);
+    // A pod kubelet still reports but the API no longer has is gone: the device is free.
+    if (it != uid_of.end()) device_to_uid[id] = it->second;
+  }
+  CountMismatches(*pods, *alloc);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    allocations_ = std::move(alloc);
+  }
+  return GpuStateDocument(resources_, health_, device_to_uid).dump();
+}
 
 Status Publisher::PublishOnce() {
-  Allocations alloc;
-  Status status = [&]() -> Status {
-    if (pod_resources_ != nullptr) {
-      PHX_ASSIGN_OR_RETURN(alloc, pod_resources_->List(resource_names_));
+  // Labels and topology first: they need neither kubelet nor the pod list.
+  std::string topo_doc;
+  if (topology_) {
+    auto encoded = topology::EncodeTopology(WithHealth(*topology_, health_));
+    if (encoded.ok()) {
+      topo_doc = std::move(encoded).value();
+    } else {
+      PHX_LOG_WARN(logger_, "Failed to encode the GPU topology; not publishing it", kv("err", encoded.status()));
     }
-    PHX_ASSIGN_OR_RETURN(auto pods, api_.ListPodsOnNode(options_.node_name, /*fast=*/false));
-    std::map<std::string, std::string> uid_of;  // "ns/name" -> uid
-    for (const auto& p : pods) uid_of[p.ns + "/" + p.name] = p.uid;
-    std::map<std::string, std::string> device_to_uid;
-    for (const auto& [id, key] : alloc.by_device) {
-      auto it = uid_of.find(key.ns + "/" + key.name);
-      // A pod kubelet still reports but the API no longer has is gone: the device is free.
-      if (it != uid_of.end()) device_to_uid[id] = it->second;
-    }
-    CountMismatches(pods, alloc);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      pods_ = pods;
-      allocations_ = alloc;
-    }
-    std::string topo_doc;
-    if (topology_) {
-      auto encoded = topology::EncodeTopology(WithHealth(*topology_, health_));
-      if (encoded.ok()) {
-        topo_doc = std::move(encoded).value();
-      } else {
-        PHX_LOG_WARN(logger_, "Failed to encode the GPU topology; not publishing it", kv("err", encoded.status()));
-      }
-    }
-    const std::string state_doc = GpuStateDocument(resources_, health_, device_to_uid).dump();
-    const auto labels = topology_ ? NodeLabels(*topology_, mig_capable_) : std::map<std::string, std::string>{};
-    const nlohmann::json patch = NodePatch(labels, topo_doc, state_doc);
-    const std::string text = patch.dump();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (text == last_written_) return OkStatus();
-    }
-    Status s = api_.PatchNode(options_.node_name, patch);
-    if (metrics_) metrics_->Inc(metrics_->publish_writes, {s.ok() ? "ok" : "error"});
-    if (!s.ok()) return s.WithContext(fmt::format("patch node {}", options_.node_name));
+  }
+  const auto labels = topology_ ? NodeLabels(*topology_, mig_capable_) : std::map<std::string, std::string>{};
+  const std::string labels_text = nlohmann::json(labels).dump();
+  auto state = StateDocument();
+  const std::string state_doc = state.ok() ? *state : std::string();
+
+  // Only the parts whose content changed since the last write.
+  std::map<std::string, std::string> send_labels;
+  std::string send_topology, send_state;
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    last_written_ = text;
-    ++writes_;
-    return OkStatus();
-  }();
+    if (labels_text != written_labels_) send_labels = labels;
+    if (topo_doc != written_topology_) send_topology = topo_doc;
+    if (!state_doc.empty() && state_doc != written_state_) send_state = state_doc;
+  }
+  Status write = OkStatus();
+  if (!send_labels.empty() || !send_topology.empty() || !send_state.empty()) {
+    write = api_.PatchNode(options_.node_name, NodePatch(send_labels, send_topology, send_state));
+    if (metrics_) metrics_->Inc(metrics_->publish_writes, {write.ok() ? "ok" : "error"});
+    if (!write.ok()) write = write.WithContext(fmt::format("patch node {}", options_.node_name));
+  }
+
+  const Status status = !write.ok() ? write : state.ok() ? OkStatus() : state.status();
   std::lock_guard<std::mutex> lock(mu_);
+  write_failed_ = !write.ok();
+  if (write.ok() && (!send_labels.empty() || !send_topology.empty() || !send_state.empty())) {
+    written_labels_ = labels_text;
+    if (!send_topology.empty()) written_topology_ = send_topology;
+    if (!send_state.empty()) written_state_ = send_state;
+    ++writes_;
+  }
   if (status.ok()) {
     if (!degraded_.empty()) PHX_LOG_INFO(logger_, "Published node GPU state", kv("node", options_.node_name));
     degraded_.clear();
   } else {
-    if (degraded_ != "publishing degraded: " + status.message()) {
+    const std::string reason = "publishing degraded: " + status.message();
+    if (degraded_ != reason) {
       PHX_LOG_WARN(logger_, "Failed to publish node GPU state, will retry", kv("node", options_.node_name),
-                   kv("err", status));
+                   kv("err", status), kv("topology_published", !written_topology_.empty()));
     }
-    degraded_ = "publishing degraded: " + status.message();
+    degraded_ = reason;
   }
   return status;
 }

@@ -2,13 +2,19 @@
 // phalanx.io/gpu-state annotations true (DESIGN §2.2, §3 step 6), and answers which
 // pending pods on the node carry the extender's device choice (PendingPodSource).
 //
-// A thread runs PublishOnce() every `interval` (≥ 1 s, so ≤ 1 write/s) and sooner after a
-// health change, never sooner than `interval` after the previous attempt. Each pass reads
-// pod-resources (who holds which device) and the node's pods (pod UIDs,
-// phalanx.io/devices), builds the merge patch and sends it only when it differs from the
-// last one written. Failures never stop the daemon: the pass is retried with backoff (up
-// to 30 s) and DegradedReason() says why, for /readyz. Allocations that differ from the
-// pod's phalanx.io/devices are counted once per pod (annotation mismatches).
+// A thread runs PublishOnce() every `interval` (≥ 1 s). A pass reads only local sources:
+// pod-resources (who holds which device, from kubelet) and the PodCache (the node's pods,
+// kept by a watch: pod UIDs, phalanx.io/devices). It patches the Node only with the parts
+// whose content changed since the last write — labels and topology on start and on health
+// changes, the state on allocation and health changes — so an idle node writes nothing and
+// the API server sees no periodic request from it. Writes are debounced: never two within
+// `interval`; a health change is published at the next pass.
+//
+// Labels and topology do not depend on pods: they are published even while pod-resources is
+// unavailable or the pod list is not in yet (the state waits for both). Failures never stop
+// the daemon: DegradedReason() says why for /readyz; a failed write is retried with backoff
+// (up to `max_backoff`, sooner on a health change), a missing local source every pass.
+// Allocations that differ from the pod's phalanx.io/devices are counted once per pod.
 // Thread-safe.
 #pragma once
 
@@ -30,6 +36,7 @@
 #include "device-plugin/plugin/plugin_metrics.h"
 #include "device-plugin/plugin/resource_server.h"
 #include "device-plugin/publish/node_api.h"
+#include "device-plugin/publish/pod_cache.h"
 #include "device-plugin/publish/pod_resources_client.h"
 
 namespace phalanx::device_plugin {
@@ -38,13 +45,17 @@ struct PublisherOptions {
   std::string node_name;
   std::chrono::milliseconds interval{1000};
   std::chrono::milliseconds max_backoff{30'000};
+  // PendingPods: how long to wait for the pod watch when no cached pod can be the one kubelet
+  // is admitting (the watch event may trail kubelet's own by milliseconds).
+  std::chrono::milliseconds pod_wait{500};
 };
 
 class Publisher final : public PendingPodSource {
  public:
-  // `api` and `pod_resources` must outlive the publisher; `topology` nullopt = publish
-  // labels/state without the topology annotation.
-  Publisher(PublisherOptions options, NodeApi& api, PodResourcesClient* pod_resources,
+  // `api`, `pods` and `pod_resources` must outlive the publisher; `pod_resources` null = no
+  // allocations (tests); `topology` nullopt = publish labels/state without the topology
+  // annotation.
+  Publisher(PublisherOptions options, NodeApi& api, const PodCache& pods, PodResourcesClient* pod_resources,
             std::optional<topology::NodeTopology> topology, bool mig_capable,
             std::vector<ResourceSpec> resources, HealthTable& health, const PluginMetrics* metrics,
             std::shared_ptr<spdlog::logger> logger);
@@ -53,23 +64,31 @@ class Publisher final : public PendingPodSource {
   void Start();
   void Stop();
 
-  // One pass (the thread's work). OK when written or nothing changed.
+  // One pass (the thread's work). OK when everything is published (or unchanged).
   Status PublishOnce();
   // Empty when the last pass succeeded.
   std::string DegradedReason() const;
   int writes() const;
 
-  // Pending, not deleting, annotated, not yet holding devices; live from the API server
-  // (fast path), else the last pass's list.
-  std::vector<AnnotatedPod> PendingPods() override;
+  // Pending, not deleting, annotated, not yet holding devices, from the PodCache (no API
+  // call). Kubelet only asks for a pod bound here that wants `resource`; when no cached pod
+  // fits that (none asks for it, or each one's annotated devices are no longer `available`,
+  // i.e. it was admitted already), the watch is behind: wait up to pod_wait for it.
+  std::vector<AnnotatedPod> PendingPods(const std::string& resource,
+                                        const std::vector<std::string>& available) override;
 
  private:
   void Loop();
   std::vector<AnnotatedPod> Annotated(const std::vector<PodOnNode>& pods, const Allocations& alloc) const;
+  bool AnyAdmissible(const std::vector<PodOnNode>& pods, const Allocations& alloc, const std::string& resource,
+                     const std::vector<std::string>& available) const;
   void CountMismatches(const std::vector<PodOnNode>& pods, const Allocations& alloc);
+  // The state document, or why it cannot be built now.
+  Result<std::string> StateDocument();
 
   const PublisherOptions options_;
   NodeApi& api_;
+  const PodCache& pods_;
   PodResourcesClient* pod_resources_;
   const std::optional<topology::NodeTopology> topology_;
   const bool mig_capable_;
@@ -83,12 +102,13 @@ class Publisher final : public PendingPodSource {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;                  // guarded by mu_
-  bool dirty_ = true;                  // guarded by mu_
+  bool dirty_ = true;                  // guarded by mu_: health changed since the last pass
+  bool write_failed_ = false;          // guarded by mu_: the last pass's patch failed
   std::string degraded_ = "not published yet";  // guarded by mu_
-  std::string last_written_;           // guarded by mu_
+  // What the Node has from us (as written); "" = not written yet.
+  std::string written_labels_, written_topology_, written_state_;  // guarded by mu_
   int writes_ = 0;                     // guarded by mu_
-  std::vector<PodOnNode> pods_;        // guarded by mu_: last pass
-  Allocations allocations_;            // guarded by mu_: last pass
+  std::shared_ptr<const Allocations> allocations_ = std::make_shared<const Allocations>();  // guarded by mu_
   std::set<std::string> mismatched_;   // guarded by mu_: pod UIDs already counted
   std::thread thread_;
 };

@@ -205,17 +205,24 @@ void ApiRouter::ReplyError(http::Request& request, http::ResponseWriter& writer,
   writer.Reply(std::move(response));
 }
 
+void ApiRouter::Count(const http::Request& request, std::string_view verb, std::string_view resource) {
+  if (options_.counts != nullptr) options_.counts->Add(request.HeaderValue("User-Agent"), verb, resource);
+}
+
 void ApiRouter::Serve(http::Request& request, http::ResponseWriter& writer) {
   if (!tokens_.Authenticated(request.HeaderValue("Authorization"))) {
+    Count(request, "", "");
     ReplyError(request, writer, "", Unauthorized());
     return;
   }
   if (auto body = ServeDiscovery(request.path, kinds_)) {
+    Count(request, "get", "discovery");
     Reply(request, writer, "get", 200, std::move(*body));
     return;
   }
   auto parsed_path = ParseResourcePath(request.path, kinds_);
   if (!parsed_path) {
+    Count(request, "", "");
     ApiError e = FromCode(404, "the server could not find the requested resource", 0);
     ReplyError(request, writer, "", e);
     return;
@@ -223,6 +230,7 @@ void ApiRouter::Serve(http::Request& request, http::ResponseWriter& writer) {
   const ResourcePath& path = *parsed_path;
   const KindInfo& kind = path.kind;
   const std::string verb = VerbFor(request, path);
+  Count(request, verb, path.subresource.empty() ? kind.resource_name() : kind.resource_name() + "/" + path.subresource);
   if (auto fault = faults_.Match(verb, request.path)) {
     ReplyError(request, writer, verb, *fault);
     return;

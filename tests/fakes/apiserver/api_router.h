@@ -17,6 +17,7 @@
 #include "core/http/http_server.h"
 #include "tests/fakes/apiserver/faults.h"
 #include "tests/fakes/apiserver/kind_registry.h"
+#include "tests/fakes/apiserver/request_counts.h"
 #include "tests/fakes/apiserver/scheduler.h"
 #include "tests/fakes/apiserver/store.h"
 #include "tests/fakes/apiserver/token_registry.h"
@@ -46,6 +47,7 @@ class RequestLog {
 
 struct RouterOptions {
   bool gone_as_http_status = false;  // watch from a too old version: HTTP 410 (else ERROR event)
+  RequestCounts* counts = nullptr;   // set: every request counted by client x verb x resource
 };
 
 class ApiRouter {
@@ -57,6 +59,7 @@ class ApiRouter {
 
  private:
   void Serve(http::Request& request, http::ResponseWriter& writer);
+  void Count(const http::Request& request, std::string_view verb, std::string_view resource);
   void ServeWatch(http::Request& request, const struct ResourcePath& path,
                   http::ResponseWriter& writer);
   void Reply(http::Request& request, http::ResponseWriter& writer, std::string_view verb, int code,

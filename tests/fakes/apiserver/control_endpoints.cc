@@ -120,6 +120,13 @@ void AddControlEndpoints(http::HttpServer& server, FakeApiServer& fake, Schedule
     }
     return JsonResponse(200, out);
   });
+  server.Handle("GET", "/fake/request-counts", [&fake](const http::Request&) {
+    return JsonResponse(200, fake.request_counts().ToJson());
+  });
+  server.Handle("DELETE", "/fake/request-counts", [&fake](const http::Request&) {
+    fake.ClearRequestCounts();
+    return JsonResponse(200, {{"ok", true}});
+  });
   server.Handle("GET", "/fake/state", [&fake](const http::Request&) {
     return JsonResponse(200, {{"resourceVersion", fake.resource_version()},
                               {"watches", fake.watch_count()}});

@@ -11,6 +11,8 @@
 //   POST   /fake/tokens          {"token":"t","username":"u","uid":"...","groups":["g"]}
 //   POST   /fake/seed            an object, an array or a List: inserted as given
 //   GET    /fake/requests        the recorded requests
+//   GET    /fake/request-counts  {"<client>":{"<verb>":{"<resource>":N}}} (request_counts.h)
+//   DELETE /fake/request-counts  start counting from zero
 //   GET    /fake/state           {"resourceVersion":N,"watches":N}
 #pragma once
 

@@ -64,6 +64,7 @@ FakeApiServer::FakeApiServer(FakeApiServerOptions options) : options_(std::move(
   store_ = std::make_unique<Store>(kinds_, std::move(store_options));
   RouterOptions router_options;
   router_options.gone_as_http_status = options_.gone_as_http_status;
+  router_options.counts = &counts_;
   router_ = std::make_unique<ApiRouter>(*store_, kinds_, faults_, tokens_, scheduler_, log_,
                                         router_options);
   tokens_.Require(options_.required_token);

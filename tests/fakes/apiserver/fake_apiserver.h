@@ -131,6 +131,13 @@ class FakeApiServer {
   // Requests served so far (bounded), oldest first.
   std::vector<RecordedRequest> Requests() const { return log_.Snapshot(); }
   void ClearRequests() { log_.Clear(); }
+  // Requests by client (User-Agent) x verb x resource since the start or the last clear
+  // (request_counts.h); not bounded like Requests(), so traffic budgets can be asserted.
+  const RequestCounts& request_counts() const { return counts_; }
+  uint64_t RequestCount(std::string_view client, std::string_view verb, std::string_view resource) const {
+    return counts_.Count(client, verb, resource);
+  }
+  void ClearRequestCounts() { counts_.Clear(); }
 
  private:
   explicit FakeApiServer(FakeApiServerOptions options);
@@ -143,6 +150,7 @@ class FakeApiServer {
   FaultInjector faults_;
   TokenRegistry tokens_;
   RequestLog log_;
+  RequestCounts counts_;
   Scheduler scheduler_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<ApiRouter> router_;

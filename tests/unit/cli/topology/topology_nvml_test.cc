@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
+
 #include <gtest/gtest.h>
 
 #include "cli/commands.h"
@@ -67,10 +69,26 @@ TEST(TopologyNvmlTest, MissingLibraryAndNoSourceAreErrors) {
   CliRun r = RunCli({"topology", "--nvml-library", "/nonexistent/libnvidia-ml.so.1"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << r.err;
-  r = RunCli({"topology"});
-  EXPECT_EQ(r.code, 2);
   r = RunCli({"topology", "--file", "x.json", "--nvml-library", FAKE_NVML_LIBRARY});
   EXPECT_EQ(r.code, 2);  // mutually exclusive
+}
+
+// Without --file or --nvml-library the command reads the system's libnvidia-ml.so.1: on a
+// machine without the driver that is a clear error naming the library and the way out; on a
+// GPU node it prints the topology.
+TEST(TopologyNvmlTest, DefaultsToTheSystemNvmlLibrary) {
+  void* system_nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  CliRun r = RunCli({"topology"});
+  if (system_nvml == nullptr) {
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.err.find("libnvidia-ml.so.1"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--file"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot load NVML library"), std::string::npos) << r.err;
+  } else {
+    dlclose(system_nvml);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("GPUs"), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Node state builders and the Publisher against an in-memory NodeApi and the fake
-// kubelet's pod-resources server.
+// Node state builders and the Publisher against an in-memory NodeApi, a PodCache fed
+// directly (as the pod watch would) and the fake kubelet's pod-resources server.
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,7 +13,9 @@
 #include "core/metrics/registry.h"
 #include "core/topology/reference_machines.h"
 #include "core/topology/topology_codec.h"
+#include "device-plugin/publish/node_api.h"
 #include "device-plugin/publish/node_state.h"
+#include "device-plugin/publish/pod_cache.h"
 #include "device-plugin/publish/publisher.h"
 #include "tests/fakes/kubelet/fake_pod_resources.h"
 #include "tests/unit/device-plugin/plugin/test_resources.h"
@@ -32,17 +34,9 @@ class FakeNodeApi final : public NodeApi {
     patches.push_back({node, patch});
     return OkStatus();
   }
-  Result<std::vector<PodOnNode>> ListPodsOnNode(const std::string&, bool fast) override {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!fail.ok()) return fail;
-    fast_lists += fast;
-    return pods;
-  }
   std::mutex mu;
   Status fail;
   std::vector<std::pair<std::string, json>> patches;
-  std::vector<PodOnNode> pods;
-  int fast_lists = 0;
 };
 
 bool WaitUntil(const std::function<bool()>& cond, std::chrono::milliseconds deadline = 20s) {
@@ -100,6 +94,23 @@ TEST(NodeStateTest, PatchTouchesOnlyOurKeys) {
   EXPECT_EQ(p["metadata"]["annotations"]["phalanx.io/gpu-topology"], "{}");
 }
 
+TEST(DecodePodTest, ReadsWhatThePublisherNeeds) {
+  auto p = DecodePod(json::parse(R"({"metadata":{"uid":"u1","namespace":"ml","name":"w0",
+      "creationTimestamp":"2026-11-22T09:11:01Z","deletionTimestamp":"2026-11-22T09:12:00Z",
+      "annotations":{"phalanx.io/devices":"{\"c\":[\"GPU-a\"]}"}},
+    "spec":{"initContainers":[{"name":"i","resources":{"requests":{"cpu":"1"}}}],
+            "containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"},"requests":{"nvidia.com/gpu":"2"}}}]},
+    "status":{"phase":"Pending"}})"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->uid, "u1");
+  EXPECT_EQ(p->ns, "ml");
+  EXPECT_TRUE(p->deleting);
+  EXPECT_EQ(p->phase, "Pending");
+  EXPECT_EQ(p->devices_annotation, R"({"c":["GPU-a"]})");
+  EXPECT_EQ(p->resources, (std::vector<std::string>{"cpu", "nvidia.com/gpu"}));
+  EXPECT_FALSE(DecodePod(json::parse(R"({"metadata":{"name":"x"}})")).ok());
+}
+
 TEST(DevicesAnnotationTest, Parses) {
   auto ids = ParseDevicesAnnotation(R"({"main":["GPU-a","GPU-b"],"side":["MIG-c"]})");
   ASSERT_TRUE(ids.ok());
@@ -119,6 +130,7 @@ class PublisherTest : public ::testing::Test {
     fake_pr_ = std::move(pr).value();
     client_ = std::make_unique<PodResourcesClient>(dir_ + "/kubelet.sock");
     resources_ = {testing::WholeGpuResource(node_)};
+    pods_.SetSynced();
   }
   void TearDown() override {
     publisher_.reset();
@@ -127,8 +139,8 @@ class PublisherTest : public ::testing::Test {
   }
   Publisher& Make(std::chrono::milliseconds interval = 1000ms, const PluginMetrics* metrics = nullptr) {
     publisher_ = std::make_unique<Publisher>(PublisherOptions{.node_name = "node-1", .interval = interval,
-                                                              .max_backoff = 4 * interval},
-                                             api_, client_.get(), node_, false, resources_, health_, metrics,
+                                                              .max_backoff = 4 * interval, .pod_wait = 300ms},
+                                             api_, pods_, client_.get(), node_, false, resources_, health_, metrics,
                                              log::MakeLogger("test"));
     return *publisher_;
   }
@@ -137,12 +149,28 @@ class PublisherTest : public ::testing::Test {
     std::lock_guard<std::mutex> lock(api_.mu);
     return json::parse(api_.patches.back().second["metadata"]["annotations"]["phalanx.io/gpu-state"].get<std::string>());
   }
+  json LastPatch() {
+    std::lock_guard<std::mutex> lock(api_.mu);
+    return api_.patches.back().second;
+  }
+  void SetPods(std::vector<PodOnNode> pods) {
+    for (auto& p : pods) {
+      if (p.resources.empty()) p.resources = {"nvidia.com/gpu"};
+      pods_.Put(std::move(p));
+    }
+  }
+  std::vector<std::string> AllGpus() const {
+    std::vector<std::string> out;
+    for (const auto& g : node_.gpus) out.push_back(g.uuid.str());
+    return out;
+  }
 
   std::string dir_;
   topology::NodeTopology node_ = topology::MakePcie4GpuNode();
   std::vector<ResourceSpec> resources_;
   HealthTable health_;
   FakeNodeApi api_;
+  PodCache pods_;
   std::unique_ptr<fake_kubelet::FakePodResources> fake_pr_;
   std::unique_ptr<PodResourcesClient> client_;
   std::unique_ptr<Publisher> publisher_;
@@ -162,13 +190,63 @@ TEST_F(PublisherTest, WritesOnceThenOnlyOnChange) {
   EXPECT_EQ(topo->gpu_count(), 4);
   EXPECT_TRUE(p.DegradedReason().empty());
 
-  // An allocation appears in pod-resources: the state names the pod's UID.
-  api_.pods = {PodOnNode{.uid = "uid-7", .ns = "ml", .name = "w0", .phase = "Running"}};
+  EXPECT_TRUE(meta["annotations"].contains("phalanx.io/gpu-state"));
+
+  // An allocation appears in pod-resources: the state names the pod's UID, and only the
+  // state is sent (labels and topology did not change).
+  SetPods({PodOnNode{.uid = "uid-7", .ns = "ml", .name = "w0", .phase = "Running"}});
   fake_pr_->SetPods({fake_kubelet::FakePodResources::MakePod("ml", "w0", "main", "nvidia.com/gpu", {Gpu(2)})});
   ASSERT_TRUE(p.PublishOnce().ok());
   EXPECT_EQ(p.writes(), 2);
   EXPECT_EQ(LastState()["devices"][Gpu(2)]["podUID"], "uid-7");
   EXPECT_TRUE(LastState()["devices"][Gpu(1)]["podUID"].is_null());
+  EXPECT_FALSE(LastPatch()["metadata"].contains("labels")) << LastPatch();
+  EXPECT_FALSE(LastPatch()["metadata"]["annotations"].contains("phalanx.io/gpu-topology")) << LastPatch();
+  // A pod change that does not touch allocations writes nothing.
+  SetPods({PodOnNode{.uid = "uid-8", .ns = "ml", .name = "other", .phase = "Pending"}});
+  ASSERT_TRUE(p.PublishOnce().ok());
+  EXPECT_EQ(p.writes(), 2);
+}
+
+TEST_F(PublisherTest, TopologyAndLabelsArePublishedWhilePodResourcesIsUnavailable) {
+  auto& p = Make();
+  fake_pr_.reset();  // kubelet's pod-resources socket is gone
+  Status s = p.PublishOnce();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(p.DegradedReason().find("pod-resources"), std::string::npos) << p.DegradedReason();
+  ASSERT_EQ(p.writes(), 1);
+  json meta = LastPatch()["metadata"];
+  EXPECT_EQ(meta["labels"]["phalanx.io/gpu.count"], "4");
+  EXPECT_TRUE(meta["annotations"].contains("phalanx.io/gpu-topology"));
+  EXPECT_FALSE(meta["annotations"].contains("phalanx.io/gpu-state")) << meta;
+  // Still unavailable: nothing new to write.
+  EXPECT_FALSE(p.PublishOnce().ok());
+  EXPECT_EQ(p.writes(), 1);
+  // Kubelet is back: the state follows, alone.
+  auto pr = fake_kubelet::FakePodResources::Start(dir_ + "/kubelet.sock");
+  ASSERT_TRUE(pr.ok()) << pr.status();
+  fake_pr_ = std::move(pr).value();
+  ASSERT_TRUE(WaitUntil([&] { return p.PublishOnce().ok(); }));
+  EXPECT_EQ(p.writes(), 2);
+  meta = LastPatch()["metadata"];
+  EXPECT_FALSE(meta.contains("labels"));
+  EXPECT_FALSE(meta["annotations"].contains("phalanx.io/gpu-topology"));
+  EXPECT_TRUE(meta["annotations"].contains("phalanx.io/gpu-state"));
+  EXPECT_TRUE(p.DegradedReason().empty()) << p.DegradedReason();
+}
+
+TEST_F(PublisherTest, StateWaitsForThePodListButTopologyDoesNot) {
+  PodCache unsynced;
+  Publisher p(PublisherOptions{.node_name = "node-1"}, api_, unsynced, client_.get(), node_, false, resources_,
+              health_, nullptr, log::MakeLogger("test"));
+  EXPECT_FALSE(p.PublishOnce().ok());
+  EXPECT_NE(p.DegradedReason().find("not listed yet"), std::string::npos) << p.DegradedReason();
+  ASSERT_EQ(p.writes(), 1);
+  EXPECT_FALSE(LastPatch()["metadata"]["annotations"].contains("phalanx.io/gpu-state"));
+  unsynced.SetSynced();
+  ASSERT_TRUE(p.PublishOnce().ok());
+  EXPECT_EQ(p.writes(), 2);
+  EXPECT_TRUE(LastPatch()["metadata"]["annotations"].contains("phalanx.io/gpu-state"));
 }
 
 TEST_F(PublisherTest, ApiOutageIsDegradedAndRecovers) {
@@ -195,29 +273,68 @@ TEST_F(PublisherTest, HealthChangeIsPublishedButAtMostOncePerInterval) {
   auto state = LastState();
   EXPECT_EQ(state["devices"][Gpu(1)]["health"], "Unhealthy");
   EXPECT_EQ(state["devices"][Gpu(2)]["health"], "Unhealthy");
+  // Health is in the topology too: it is re-sent; the labels are not.
+  EXPECT_TRUE(LastPatch()["metadata"]["annotations"].contains("phalanx.io/gpu-topology"));
+  EXPECT_FALSE(LastPatch()["metadata"].contains("labels"));
   p.Stop();
 }
 
 TEST_F(PublisherTest, PendingPodsAreAnnotatedPendingAndNotYetAllocated) {
   auto& p = Make();
-  api_.pods = {
+  SetPods({
       PodOnNode{.uid = "1", .ns = "ml", .name = "a", .phase = "Pending", .devices_annotation = R"({"c":["GPU-x"]})"},
       PodOnNode{.uid = "2", .ns = "ml", .name = "b", .phase = "Running", .devices_annotation = R"({"c":["GPU-y"]})"},
       PodOnNode{.uid = "3", .ns = "ml", .name = "c", .phase = "Pending", .deleting = true,
                 .devices_annotation = R"({"c":["GPU-z"]})"},
       PodOnNode{.uid = "4", .ns = "ml", .name = "d", .phase = "Pending"},
       PodOnNode{.uid = "5", .ns = "ml", .name = "e", .phase = "Pending", .devices_annotation = R"({"c":["GPU-w"]})"},
-  };
+  });
   fake_pr_->SetPods({fake_kubelet::FakePodResources::MakePod("ml", "e", "c", "nvidia.com/gpu", {Gpu(0)})});
   ASSERT_TRUE(p.PublishOnce().ok());
-  auto pending = p.PendingPods();
+  auto pending = p.PendingPods("nvidia.com/gpu", AllGpus());
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0].key, "ml/a");
   EXPECT_EQ(pending[0].device_ids, std::vector<std::string>{"GPU-x"});
-  EXPECT_GE(api_.fast_lists, 1);
-  // API down: the last list answers.
+  // From the cache: the API server is never asked, even when it is down.
   api_.fail = UnavailableError("down");
-  EXPECT_EQ(p.PendingPods().size(), 1u);
+  EXPECT_EQ(p.PendingPods("nvidia.com/gpu", AllGpus()).size(), 1u);
+  EXPECT_TRUE(api_.patches.size() == 1u);
+}
+
+// Kubelet admits a pod the watch has not delivered yet: PendingPods waits for it (bounded)
+// instead of answering from a view that cannot contain the pod being admitted.
+TEST_F(PublisherTest, PendingPodsWaitsForTheWatchOnlyWhenNoCachedPodCanBeAdmitted) {
+  auto& p = Make();
+  const std::string a_devices = json{{"main", {Gpu(0)}}}.dump(), b_devices = json{{"main", {Gpu(1)}}}.dump();
+  // "a" was admitted already: its device is not offered any more.
+  SetPods({PodOnNode{.uid = "a", .ns = "ml", .name = "a", .phase = "Pending", .devices_annotation = a_devices}});
+  const std::vector<std::string> offered = {Gpu(1), Gpu(2), Gpu(3)};
+  const auto start = std::chrono::steady_clock::now();
+  std::thread watch([&] {
+    std::this_thread::sleep_for(50ms);
+    SetPods({PodOnNode{.uid = "b", .ns = "ml", .name = "b", .phase = "Pending", .devices_annotation = b_devices}});
+  });
+  auto pending = p.PendingPods("nvidia.com/gpu", offered);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  watch.join();
+  EXPECT_GE(waited, 40ms);
+  EXPECT_LT(waited, 300ms);  // answered when "b" arrived, not at the deadline
+  ASSERT_EQ(pending.size(), 2u);
+
+  // With "b" cached (it can be the one asking), no wait at all.
+  const auto again = std::chrono::steady_clock::now();
+  EXPECT_EQ(p.PendingPods("nvidia.com/gpu", offered).size(), 2u);
+  EXPECT_LT(std::chrono::steady_clock::now() - again, 100ms);
+
+  // A pod for another resource cannot be the one asking: the wait runs to pod_wait.
+  PodCache other;
+  other.SetSynced();
+  other.Put(PodOnNode{.uid = "c", .ns = "ml", .name = "c", .phase = "Pending", .resources = {"example.com/fpga"}});
+  Publisher q(PublisherOptions{.node_name = "node-1", .pod_wait = 200ms}, api_, other, client_.get(), node_, false,
+              resources_, health_, nullptr, log::MakeLogger("test"));
+  const auto bounded = std::chrono::steady_clock::now();
+  EXPECT_TRUE(q.PendingPods("nvidia.com/gpu", offered).empty());
+  EXPECT_GE(std::chrono::steady_clock::now() - bounded, 190ms);
 }
 
 // The extender's choice (phalanx.io/devices) is only a preference: kubelet may allocate
@@ -228,13 +345,13 @@ TEST_F(PublisherTest, AllocationsThatDifferFromTheAnnotationAreCountedOncePerPod
   ASSERT_TRUE(m.ok()) << m.status();
   auto& p = Make(1000ms, m->get());
   const std::string want_01 = json{{"main", {Gpu(0), Gpu(1)}}}.dump();
-  api_.pods = {
+  SetPods({
       PodOnNode{.uid = "u-ok", .ns = "ml", .name = "ok", .phase = "Running", .devices_annotation = want_01},
       PodOnNode{.uid = "u-bad", .ns = "ml", .name = "bad", .phase = "Running",
                 .devices_annotation = json{{"main", {Gpu(2), Gpu(3)}}}.dump()},
       PodOnNode{.uid = "u-other", .ns = "ml", .name = "other", .phase = "Running",
                 .devices_annotation = json{{"main", {"GPU-not-on-this-node"}}}.dump()},
-  };
+  });
   fake_pr_->SetPods({
       fake_kubelet::FakePodResources::MakePod("ml", "ok", "main", "nvidia.com/gpu", {Gpu(0), Gpu(1)}),
       fake_kubelet::FakePodResources::MakePod("ml", "bad", "main", "nvidia.com/gpu", {Gpu(2), Gpu(0)}),
@@ -249,8 +366,7 @@ TEST_F(PublisherTest, AllocationsThatDifferFromTheAnnotationAreCountedOncePerPod
   text = registry.Expose();
   EXPECT_NE(text.find(series + " 1"), std::string::npos) << text;
   // Another pod that differs: counted.
-  api_.pods.push_back(PodOnNode{.uid = "u-bad2", .ns = "ml", .name = "bad2", .phase = "Running",
-                                .devices_annotation = want_01});
+  SetPods({PodOnNode{.uid = "u-bad2", .ns = "ml", .name = "bad2", .phase = "Running", .devices_annotation = want_01}});
   fake_pr_->SetPods({fake_kubelet::FakePodResources::MakePod("ml", "bad2", "main", "nvidia.com/gpu", {Gpu(3)})});
   ASSERT_TRUE(p.PublishOnce().ok());
   text = registry.Expose();
