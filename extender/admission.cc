@@ -1,8 +1,11 @@
-// The tick: bind-barrier timeouts, plan expiry, and gang admission (plans reserved, gates
-// lifted) in AdmissionQueue order.
+// The tick: bind-barrier timeouts, plan expiry, and gang admission. Admission is the
+// scheduling engine (core/scheduling, docs/algorithms.md §8) driven by the ledger: gated
+// gangs that are complete wait in the engine; what it admits is reserved as a plan and
+// its gates are lifted. The simulator drives the same engine (sim/policy/phalanx_policy.cc).
 #include "extender/extender.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,6 +16,81 @@
 namespace phalanx::extender {
 
 using namespace internal;  // NOLINT: this component's own helpers
+
+namespace {
+
+double EngineSeconds(MonotonicTime t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+}  // namespace
+
+// The ledger as the engine's driver: state() is the ledger's (minus GPUs nominated to
+// pending pods), Admit reserves the plan and lifts the gates.
+class Extender::AdmissionDriver final : public scheduling::EngineDriver {
+ public:
+  AdmissionDriver(Extender& ext, MonotonicTime now) : ext_(ext), now_(now) {}
+
+  const placement::ClusterState& state() const override { return ext_.ledger_.state(); }
+
+  // GPUs kube-scheduler nominated to a pending pod of higher priority are spoken for: a
+  // plan that took them would stall the preemptor behind a lower tier (and the gang
+  // behind the scheduler's own fit). One overlay per priority, kept for the pass.
+  const placement::ClusterState& StateFor(const scheduling::GangRequest& gang) const override {
+    auto it = overlays_.find(gang.priority);
+    if (it == overlays_.end()) it = overlays_.emplace(gang.priority, ext_.StateWithNominatedHolds(gang.priority)).first;
+    return it->second ? *it->second : ext_.ledger_.state();
+  }
+
+  std::optional<std::vector<PodUid>> Admit(const scheduling::GangRequest& gang,
+                                           const scheduling::Admission& a) override {
+    GangRecord* g = ext_.ledger_.MutableGang(gang.key);
+    if (g == nullptr || a.share) return std::nullopt;
+    placement::GangPlan plan;
+    if (a.plan) {
+      plan = *a.plan;
+    } else {
+      plan.key = gang.key;
+      plan.pool = a.pool;
+      plan.members = a.members;
+    }
+    // Plans later in this pass see this one in every overlay too.
+    for (auto& [priority, overlay] : overlays_) {
+      if (overlay && !placement::ReservePlan(*overlay, plan).ok()) return std::nullopt;
+    }
+    if (!ext_.ledger_.AdmitPlan(gang.key, std::move(plan), now_).ok()) return std::nullopt;
+    ext_.stats_.gangs_admitted++;
+    g->last_no_fit.clear();
+    ext_.LiftGates(*g);
+    return std::vector<PodUid>(g->members.begin(), g->members.end());
+  }
+
+  std::optional<double> Evict(const GangKey& /*victim*/, const GangKey& /*preemptor*/, std::string_view /*reason*/,
+                              bool /*graceful*/) override {
+    return std::nullopt;  // see DaemonPolicy
+  }
+
+  double GpuSecondsAtRisk(const GangKey& running) const override {
+    const TrainingJobInfo* tj = JobOf(running);
+    return tj ? tj->gpu_seconds_at_risk : 0;
+  }
+
+  double NoticeSeconds(const GangKey& running) const override {
+    const TrainingJobInfo* tj = JobOf(running);
+    return tj ? tj->notice_seconds_needed : 0;
+  }
+
+ private:
+  const TrainingJobInfo* JobOf(const GangKey& key) const {
+    const GangRecord* g = ext_.ledger_.FindGang(key);
+    if (g == nullptr || g->members.empty()) return nullptr;
+    const PodRecord* rec = ext_.ledger_.FindPod(*g->members.begin());
+    if (rec == nullptr || rec->info.training_job.empty()) return nullptr;
+    return ext_.ledger_.FindTrainingJob(rec->info.ns + "/" + rec->info.training_job);
+  }
+
+  Extender& ext_;
+  MonotonicTime now_;
+  mutable std::map<int, std::optional<placement::ClusterState>> overlays_;
+};
 
 std::optional<int> Extender::EffectiveMin(const GangRecord& g, MonotonicTime now) const {
   return g.MinMembers(now);
@@ -119,58 +197,103 @@ void Extender::Tick() {
   if (leadership_.IsLeader()) Admit(now);
 }
 
+scheduling::GangRequest Extender::EngineRequestOf(const GangRecord& g, int members) const {
+  scheduling::GangRequest r;
+  r.key = g.key;
+  r.job = g.key.str();
+  r.pool = g.pool_selector;
+  r.priority = g.priority;
+  r.members = members;
+  r.gpus_per_member = std::clamp(g.gpus_per_member, 1, placement::kMaxGpusPerNode);
+  if (!g.level.empty() && ledger_.state().LevelIndex(g.level) >= 0) {
+    r.level = g.level;
+    r.mode = g.required ? placement::TopologyMode::kRequired : placement::TopologyMode::kPreferred;
+  }
+  r.submitted = EngineSeconds(g.first_seen);
+  if (!g.members.empty()) {
+    const PodRecord* rec = ledger_.FindPod(*g.members.begin());
+    if (rec && !rec->info.training_job.empty()) {
+      r.job = rec->info.ns + "/" + rec->info.training_job;
+      const TrainingJobInfo* tj = ledger_.FindTrainingJob(r.job);
+      r.checkpoints = tj && tj->notice_seconds_needed > 0;
+    }
+  }
+  return r;
+}
+
 void Extender::Admit(MonotonicTime now) {
-  // Queue gated gangs that are complete, in arrival order (FIFO within a priority);
-  // forget queued gangs that vanished, got a plan, or lost members.
-  std::set<std::string> pools;
-  std::vector<const GangRecord*> ready;
+  // Gated gangs that are complete wait in the engine; a gang that vanished, got a plan
+  // elsewhere (filter of an ungated member) or changed size is withdrawn (and re-queued
+  // with its new size).
+  std::set<GangKey> ready;
   for (const auto& [key, g] : ledger_.gangs()) {
-    int gated = 0;
+    int gated = 0, holding = 0;
     for (const PodUid& uid : g.members) {
       const PodRecord* rec = ledger_.FindPod(uid);
       if (rec && rec->info.gated) gated++;
+      if (rec && rec->holding != Holding::kNone) holding++;
     }
     const auto min = EffectiveMin(g, now);
-    if (!g.plan && gated > 0 && min && static_cast<int>(g.members.size()) >= *min) ready.push_back(&g);
-  }
-  std::sort(ready.begin(), ready.end(), [](const GangRecord* a, const GangRecord* b) {
-    return std::tie(a->first_seen, a->key) < std::tie(b->first_seen, b->key);
-  });
-  std::set<GangKey> still;
-  for (const GangRecord* g : ready) {
-    still.insert(g->key);
-    pools.insert(g->pool_selector);
-    if (!queued_.contains(g->key)) {
-      (void)queue_.Enqueue({.key = g->key, .pool = g->pool_selector, .priority = g->priority, .gang = true}, now);
-      queued_.insert(g->key);
+    const int members = std::max(min.value_or(0), static_cast<int>(g.members.size()));
+    if (!g.plan && gated > 0 && min && static_cast<int>(g.members.size()) >= *min) {
+      ready.insert(key);
+      auto it = engine_waiting_.find(key);
+      if (it != engine_waiting_.end() && it->second != members) {
+        (void)engine_.Remove(key);
+        engine_waiting_.erase(it);
+      }
+      if (!engine_waiting_.contains(key) && !engine_.IsRunning(key)) {
+        if (engine_.Enqueue(EngineRequestOf(g, members)).ok()) engine_waiting_.emplace(key, members);
+      }
+    } else if ((g.plan || holding > 0) && !engine_.IsRunning(key)) {
+      // Running without the engine's admission (planned at filter, or found after a
+      // restart): the engine counts its GPUs in forecasts.
+      if (engine_waiting_.erase(key) > 0) (void)engine_.Remove(key);
+      engine_.AdoptRunning(EngineRequestOf(g, members), g.plan ? g.plan->pool : g.pool_selector,
+                           std::vector<PodUid>(g.members.begin(), g.members.end()), EngineSeconds(g.first_seen));
+      engine_running_.insert(key);
     }
   }
-  for (auto it = queued_.begin(); it != queued_.end();) {
-    if (still.contains(*it)) {
+  for (auto it = engine_waiting_.begin(); it != engine_waiting_.end();) {
+    if (ready.contains(it->first)) {
       ++it;
       continue;
     }
-    (void)queue_.Remove(*it);
-    it = queued_.erase(it);
+    (void)engine_.Remove(it->first);
+    it = engine_waiting_.erase(it);
   }
-  for (const std::string& pool : pools) {
-    std::optional<GangKey> after;
-    while (auto next = queue_.NextToTry(pool, now, after)) {
-      GangRecord* g = ledger_.MutableGang(*next);
-      if (!g) {
-        (void)queue_.Remove(*next);
-        queued_.erase(*next);
-        break;
-      }
-      const bool fitted = TryPlan(*g, now).empty();
-      (void)queue_.RecordAttempt(*next, fitted, now);
-      if (fitted) {
-        queued_.erase(*next);  // admitted gangs leave the queue
-        LiftGates(*g);
-        break;  // one admission per pool per pass
-      }
-      after = *next;
+  // Gangs the engine runs that hold nothing any more (finished, deleted, plan dropped).
+  for (auto it = engine_running_.begin(); it != engine_running_.end();) {
+    const GangRecord* g = ledger_.FindGang(*it);
+    bool holds = g && g->plan;
+    for (const PodUid& uid : g ? g->members : std::set<PodUid>{}) {
+      const PodRecord* rec = ledger_.FindPod(uid);
+      holds = holds || (rec && rec->holding != Holding::kNone);
     }
+    if (holds) {
+      ++it;
+      continue;
+    }
+    engine_.OnFinished(*it);
+    it = engine_running_.erase(it);
+  }
+  if (engine_waiting_.empty()) return;
+  // Nothing came free since the last pass: what failed then fails now, so only new gangs
+  // are tried. A full pass at least every second regardless (a gang's min-members may
+  // settle, time moves heads' expected starts).
+  const bool full = ledger_.release_epoch() != release_epoch_seen_ || now - last_full_pass_ >= std::chrono::seconds(1);
+  release_epoch_seen_ = ledger_.release_epoch();
+  AdmissionDriver driver(*this, now);
+  engine_.Pass(EngineSeconds(now), driver, full ? scheduling::Engine::Scope::kFull : scheduling::Engine::Scope::kArrivalsOnly);
+  if (full) last_full_pass_ = now;
+  for (auto it = engine_waiting_.begin(); it != engine_waiting_.end();) {
+    if (engine_.IsRunning(it->first)) {
+      engine_running_.insert(it->first);
+      it = engine_waiting_.erase(it);
+      continue;
+    }
+    if (GangRecord* g = ledger_.MutableGang(it->first)) g->last_no_fit = engine_.WhyWaiting(it->first);
+    ++it;
   }
 }
 

@@ -8,12 +8,14 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/scheduling/policy_yaml.h"
+
 namespace phalanx::extender {
 namespace {
 
 const std::set<std::string, std::less<>> kKnownKeys = {
     "weights", "tiers", "topologyLevels", "headOfLineSeconds", "gangTimeoutSeconds",
-    "httpTimeoutSeconds", "memberSettleMillis", "planTtlSeconds"};
+    "httpTimeoutSeconds", "memberSettleMillis", "planTtlSeconds", "scheduling"};
 
 Result<double> Number(const YAML::Node& node, const std::string& key) {
   try {
@@ -187,6 +189,9 @@ Result<ExtenderConfig> ParseConfig(std::string_view text) {
   if (const YAML::Node n = root["memberSettleMillis"]) {
     PHX_ASSIGN_OR_RETURN(int64_t v, Integer(n, "memberSettleMillis", 0));
     c.member_settle = std::chrono::milliseconds(v);
+  }
+  if (const YAML::Node n = root["scheduling"]) {
+    PHX_ASSIGN_OR_RETURN(c.scheduling, scheduling::ParseEnginePolicy(n, "scheduling"));
   }
   PHX_RETURN_IF_ERROR(Validate(c));
   return c;

@@ -11,6 +11,7 @@
 
 #include "core/base/result.h"
 #include "core/placement/node_score.h"
+#include "core/scheduling/tier_policy.h"
 
 namespace phalanx::extender {
 
@@ -27,7 +28,11 @@ struct ExtenderConfig {
   std::vector<Tier> tiers;
   // Topology label keys, narrowest first; the first must be kubernetes.io/hostname.
   std::vector<std::string> topology_levels;
+  // Accepted for compatibility and ignored: the scheduling engine's per-tier
+  // `reserveAfterSeconds` replaced the head-of-line hold (docs/algorithms.md §8.2).
   std::chrono::seconds head_of_line{300};
+  // The scheduling engine's tier rules (`scheduling:` section, core/scheduling/policy_yaml.h).
+  scheduling::EnginePolicy scheduling = scheduling::EnginePolicy::Defaults();
   std::chrono::seconds gang_timeout{120};  // default when the pod has no annotation
   // kube-scheduler's extender httpTimeout; barriers end 10 s before it.
   std::chrono::seconds http_timeout{30};

@@ -20,7 +20,7 @@ Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, L
       writer_(writer),
       leadership_(leadership),
       ledger_(config_.topology_levels),
-      queue_(admission::AdmissionConfig{.head_of_line = config_.head_of_line}) {}
+      engine_(DaemonPolicy(config_.scheduling)) {}
 
 Extender::~Extender() { io_.Drain(); }
 
@@ -170,15 +170,7 @@ std::string Extender::Explain(std::string_view ns_name) const {
         }
       } else {
         out += "; not admitted";
-        if (const auto* q = queue_.Find(g->key)) {
-          const auto ordered = queue_.Ordered(q->gang.pool);
-          const auto pos = std::find(ordered.begin(), ordered.end(), q) - ordered.begin();
-          out += fmt::format(" (position {} of {} in capacity pool \"{}\"", pos + 1, ordered.size(), q->gang.pool);
-          if (auto head = queue_.HoldingHead(q->gang.pool, now); head && *head != g->key) {
-            out += fmt::format(", behind {} which holds the head of line", head->str());
-          }
-          out += ")";
-        }
+        if (engine_waiting_.contains(g->key)) out += fmt::format(" (waiting: {} gang(s) queued)", engine_.waiting());
         if (!g->last_no_fit.empty()) out += ": " + g->last_no_fit;
       }
     }
@@ -199,7 +191,16 @@ json::Json Extender::StateJson() const {
   json::Json barriers = json::Json::array();
   for (const auto& [key, b] : barriers_) barriers.push_back({{"gang", key.str()}, {"held", b.held.size()}});
   out["barriers"] = std::move(barriers);
-  out["queue"] = queue_.size();
+  out["queue"] = engine_.waiting();
+  // Each pool's head and its expected start (docs/algorithms.md §8.2).
+  const double now = std::chrono::duration<double>(clock_.Now().time_since_epoch()).count();
+  json::Json heads = json::Json::array();
+  for (const scheduling::HeadReservation& h : engine_.Heads()) {
+    json::Json head = {{"pool", h.pool}, {"gang", h.head.str()}, {"gpus", h.gpus}, {"spareGpus", h.spare_gpus}};
+    if (h.reachable) head["expectedStartInSeconds"] = std::max(0.0, h.expected_start - now);
+    heads.push_back(std::move(head));
+  }
+  out["heads"] = std::move(heads);
   return out;
 }
 

@@ -13,9 +13,10 @@
 //               no thread) until held + bound >= min-members; then every held member is
 //               committed (devices patched = commit point) and bound. A barrier that
 //               times out fails every held bind together and drops the plan.
-//   Tick        admission loop (one gang at a time per capacity pool, priority then
-//               FIFO, head-of-line hold), barrier timeouts and plan expiry. The daemon
-//               calls it every 100 ms; tests call it after advancing a FakeClock.
+//   Tick        admission (the scheduling engine of core/scheduling over the ledger:
+//               priority then first submission, heads and backfill; docs/algorithms.md
+//               §8), barrier timeouts and plan expiry. The daemon calls it every 100 ms;
+//               tests call it after advancing a FakeClock.
 // Only the leader (Lease phalanx-extender) admits, lifts gates, plans and binds; others
 // answer filter/prioritize and fail bind with a retryable error.
 //
@@ -34,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "core/admission/admission_queue.h"
+#include "core/scheduling/engine.h"
 #include "core/base/clock.h"
 #include "extender/cluster_writer.h"
 #include "extender/config.h"
@@ -125,6 +126,9 @@ class Extender {
     MonotonicTime deadline{};
   };
 
+  class AdmissionDriver;  // admission.cc: the ledger as the engine's driver
+  friend class AdmissionDriver;
+
   FilterResult FilterGang(const FilterArgs& args);
   void RememberPod(const PodInfo& pod);  // exclusive lock held
   std::optional<int> EffectiveMin(const GangRecord& g, MonotonicTime now) const;
@@ -139,6 +143,7 @@ class Extender {
   void FailBarrier(const GangKey& key, const std::string& why);  // exclusive lock held
   int CommittedMembers(const GangKey& key) const;
   void Admit(MonotonicTime now);                    // exclusive lock held
+  scheduling::GangRequest EngineRequestOf(const GangRecord& g, int members) const;
   void LiftGates(const GangRecord& g);              // exclusive lock held
   void RecordFilterSummary(const PodInfo& pod, const FilterResult& r);
   double GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* notice, std::string* job) const;
@@ -153,8 +158,11 @@ class Extender {
 
   mutable std::shared_mutex mu_;
   Ledger ledger_;                                 // guarded by mu_
-  admission::AdmissionQueue queue_;               // guarded by mu_
-  std::set<GangKey> queued_;                      // guarded by mu_: keys in queue_
+  scheduling::Engine engine_;                     // guarded by mu_
+  std::map<GangKey, int> engine_waiting_;         // guarded by mu_: gangs queued in engine_ -> size
+  std::set<GangKey> engine_running_;              // guarded by mu_: gangs engine_ admitted or adopted
+  uint64_t release_epoch_seen_ = ~uint64_t{0};    // guarded by mu_: ledger release epoch at the last pass
+  MonotonicTime last_full_pass_{};                // guarded by mu_
   std::map<GangKey, Barrier> barriers_;           // guarded by mu_
   // Pods seen only in filter requests (embedded mode, or before the informer): bind
   // needs their request. Bounded; guarded by summaries_mu_.

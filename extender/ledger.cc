@@ -69,6 +69,7 @@ placement::NodeSpec Ledger::SpecFor(const NodeRecord& rec) const {
 }
 
 Status Ledger::UpsertNode(const NodeInfo& info) {
+  ++release_epoch_;  // capacity or health may have grown
   NodeRecord rec;
   rec.info = info;
   rec.topology_known = info.topology.has_value() && info.topology->gpu_count() <= placement::kMaxGpusPerNode;
@@ -157,6 +158,7 @@ void Ledger::Uncharge(PodRecord& rec) {
   (void)mig_.Release(rec.info.uid);  // MIG devices are held apart from whole GPUs
   if (rec.holding == Holding::kNone) return;
   (void)state_.Release(rec.info.uid);
+  ++release_epoch_;
   rec.holding = Holding::kNone;
   rec.node = NodeName();
   rec.gpus = 0;
@@ -297,8 +299,8 @@ void Ledger::UpsertPod(const PodInfo& info, MonotonicTime now) {
   Charge(it->second);
   if (!info.nominated_node.empty() && info.node_name.empty() && !info.deleting && !info.Terminal()) {
     nominated_.insert(info.uid);
-  } else {
-    nominated_.erase(info.uid);
+  } else if (nominated_.erase(info.uid) > 0) {
+    ++release_epoch_;  // its GPUs are no longer spoken for
   }
 }
 
@@ -309,7 +311,7 @@ void Ledger::RemovePod(const PodUid& uid) {
   Unwait(it->second.info);
   RemoveFromGang(it->second.info);
   pod_by_name_.erase(it->second.info.Key());
-  nominated_.erase(uid);
+  if (nominated_.erase(uid) > 0) ++release_epoch_;
   pods_.erase(it);
 }
 
@@ -380,7 +382,10 @@ Status Ledger::AdmitPlan(const GangKey& gang, placement::GangPlan plan, Monotoni
 }
 
 void Ledger::DropPlan(const GangKey& gang) {
-  if (state_.FindReservation(gang)) (void)state_.Unreserve(gang);
+  if (state_.FindReservation(gang)) {
+    (void)state_.Unreserve(gang);
+    ++release_epoch_;
+  }
   auto git = gangs_.find(gang);
   if (git == gangs_.end()) return;
   git->second.plan.reset();

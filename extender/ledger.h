@@ -126,6 +126,9 @@ class Ledger {
   // Device IDs for `gpus` on `node` (GPU UUIDs); empty when the topology is unknown.
   std::vector<std::string> DeviceIds(const NodeName& node, placement::GpuMask gpus) const;
   uint64_t warnings() const { return warnings_; }
+  // Bumped whenever something may have come free: a holding released, a plan dropped, a
+  // nomination ended, a node added or updated. Equal values: nothing was released.
+  uint64_t release_epoch() const { return release_epoch_; }
 
   // The whole ledger as JSON (GET /debug/state), deterministic (sorted) so two ledgers
   // built from the same objects render identically.
@@ -156,6 +159,7 @@ class Ledger {
   std::unordered_map<std::string, TrainingJobInfo> jobs_;
   std::vector<std::shared_ptr<const placement::BandwidthMatrix>> matrices_;  // shared per machine shape
   uint64_t warnings_ = 0;
+  uint64_t release_epoch_ = 0;
 };
 
 }  // namespace phalanx::extender

@@ -181,7 +181,7 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
 }
 
 std::optional<Admission> Engine::Place(const GangRequest& g, PassContext& ctx) {
-  const placement::ClusterState& state = ctx.driver.state();
+  const placement::ClusterState& state = ctx.driver.StateFor(g);
   if (g.IsShare()) {
     placement::PodRequest req{.gpus = 1, .milli = g.milli, .pool = std::nullopt, .priority = g.priority};
     if (!g.pool.empty()) req.pool = g.pool;
@@ -216,7 +216,8 @@ std::optional<Admission> Engine::Place(const GangRequest& g, PassContext& ctx) {
   Admission a;
   a.key = g.key;
   a.pool = planned->plan->pool;
-  a.members = std::move(planned->plan->members);
+  a.members = planned->plan->members;
+  a.plan = std::move(planned->plan);
   return a;
 }
 
@@ -629,6 +630,7 @@ bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& deci
     a.kind = AdmitKind::kPreempting;
     a.pool = decision.plan.pool;
     a.members = decision.plan.members;
+    a.plan = decision.plan;
     a.evicted = std::move(evicted);
     a.why = why;
     return Start(w, std::move(a), ctx);

@@ -75,6 +75,8 @@ struct Admission {
   AdmitKind kind = AdmitKind::kFits;
   std::string pool;                                 // where it runs
   std::vector<placement::MemberPlacement> members;  // whole GPUs, index = member
+  // The full plan (level, domain, quality) when the placement came from PlanGang.
+  std::optional<placement::GangPlan> plan;
   std::optional<std::pair<NodeName, int>> share;    // a one-GPU share: node, GPU index
   std::vector<GangKey> evicted;                     // kPreempting: the victims
   std::string why;                                  // e.g. the price of the preemption
@@ -88,6 +90,9 @@ class EngineDriver {
  public:
   virtual ~EngineDriver() = default;
   virtual const placement::ClusterState& state() const = 0;
+  // The state `gang` is planned on: state() minus anything the driver knows is spoken for
+  // ahead of it (the extender: GPUs kube-scheduler nominated to higher-priority pods).
+  virtual const placement::ClusterState& StateFor(const GangRequest& /*gang*/) const { return state(); }
   // Start (simulator) or reserve and release (extender) the gang. The pods that hold its
   // GPUs in state() afterwards (victim search finds them there); nullopt: nothing
   // changed, the gang keeps waiting.

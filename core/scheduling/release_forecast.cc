@@ -33,11 +33,13 @@ const ReleaseForecast::PoolIndex* ReleaseForecast::Index(const std::string& pool
 void ReleaseForecast::Rebuild(const PoolIndex& index) const {
   if (!index.dirty) return;
   index.ends.clear();
+  index.keys.clear();
   index.cumulative.clear();
   int sum = 0;
   for (const auto& [end, key, gpus] : index.by_end) {
     sum += gpus;
     index.ends.push_back(end);
+    index.keys.push_back(key);
     index.cumulative.push_back(sum);
   }
   index.dirty = false;
@@ -54,9 +56,14 @@ ReleaseForecast::Shadow ReleaseForecast::When(const std::string& pool, int need,
   int minus = 0;
   if (without != nullptr) {
     if (auto e = by_key_.find(*without); e != by_key_.end() && (pool.empty() || e->second.pool == pool)) {
-      auto it = index->by_end.find({e->second.end, *without, e->second.gpus});
-      if (it != index->by_end.end()) {
-        cut = static_cast<size_t>(std::distance(index->by_end.begin(), it));
+      // Its position in (end, key) order, by binary search over the rebuilt arrays.
+      const auto lo = std::lower_bound(index->ends.begin(), index->ends.end(), e->second.end);
+      const auto hi = std::upper_bound(lo, index->ends.end(), e->second.end);
+      const auto first = index->keys.begin() + (lo - index->ends.begin());
+      const auto last = index->keys.begin() + (hi - index->ends.begin());
+      const auto k = std::lower_bound(first, last, *without);
+      if (k != last && *k == *without) {
+        cut = static_cast<size_t>(k - index->keys.begin());
         minus = e->second.gpus;
       }
     }

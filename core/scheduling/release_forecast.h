@@ -52,6 +52,7 @@ class ReleaseForecast {
     std::set<std::tuple<double, GangKey, int>> by_end;
     // Lazily rebuilt prefix sums over by_end (ends, cumulative GPUs).
     mutable std::vector<double> ends;
+    mutable std::vector<GangKey> keys;  // same order as ends
     mutable std::vector<int> cumulative;
     mutable bool dirty = true;
   };
