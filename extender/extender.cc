@@ -20,7 +20,9 @@ Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, L
       writer_(writer),
       leadership_(leadership),
       ledger_(config_.topology_levels),
-      queue_(admission::AdmissionConfig{.head_of_line = config_.head_of_line}) {}
+      queue_(admission::AdmissionConfig{.head_of_line = config_.head_of_line}) {
+  evictor_.SetReport([this](const EvictionReport& r) { OnEvictionReport(r); });
+}
 
 Extender::~Extender() { io_.Drain(); }
 
