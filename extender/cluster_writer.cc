@@ -21,6 +21,9 @@ Status RecordingWriter::LiftGangGate(const PodRef& pod) { return Record("ungate"
 Status RecordingWriter::EvictPod(const PodRef& pod, const std::string& reason) {
   return Record("evict", pod.Key(), reason);
 }
+Status RecordingWriter::DeletePod(const PodRef& pod, const std::string& reason) {
+  return Record("delete", pod.Key(), reason);
+}
 Status RecordingWriter::RequestGracefulPreemption(const std::string& ns, const std::string& job,
                                                   const std::string& request_json) {
   return Record("preempt-request", ns + "/" + job, request_json);

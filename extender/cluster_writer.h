@@ -33,8 +33,12 @@ class ClusterWriter {
   virtual Status BindPod(const PodRef& pod, const std::string& node) = 0;
   // Removes the phalanx.io/gang scheduling gate.
   virtual Status LiftGangGate(const PodRef& pod) = 0;
-  // Adds the DisruptionTarget condition, then POST pods/<name>/eviction.
+  // POST pods/<name>/eviction (the API server adds DisruptionTarget when it allows it; a
+  // PodDisruptionBudget refusal is a 429 that changes nothing).
   virtual Status EvictPod(const PodRef& pod, const std::string& reason) = 0;
+  // DisruptionTarget condition, then DELETE (no budget check): only for the rest of a gang
+  // that is already partly gone (extender/gang_evictor.h).
+  virtual Status DeletePod(const PodRef& pod, const std::string& reason) = 0;
   // Sets phalanx.io/preempt-request on a TrainingJob.
   virtual Status RequestGracefulPreemption(const std::string& ns, const std::string& job,
                                            const std::string& request_json) = 0;
@@ -45,7 +49,7 @@ class ClusterWriter {
 class RecordingWriter final : public ClusterWriter {
  public:
   struct Call {
-    std::string verb;    // "devices", "bind", "ungate", "evict", "preempt-request"
+    std::string verb;    // "devices", "bind", "ungate", "evict", "delete", "preempt-request"
     std::string target;  // "ns/name" (pod or TrainingJob)
     std::string value;   // devices JSON, node, reason, request JSON
   };
@@ -54,6 +58,7 @@ class RecordingWriter final : public ClusterWriter {
   Status BindPod(const PodRef& pod, const std::string& node) override;
   Status LiftGangGate(const PodRef& pod) override;
   Status EvictPod(const PodRef& pod, const std::string& reason) override;
+  Status DeletePod(const PodRef& pod, const std::string& reason) override;
   Status RequestGracefulPreemption(const std::string& ns, const std::string& job,
                                    const std::string& request_json) override;
 

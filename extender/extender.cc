@@ -20,7 +20,9 @@ Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, L
       writer_(writer),
       leadership_(leadership),
       ledger_(config_.topology_levels),
-      engine_(DaemonPolicy(config_.scheduling)) {}
+      engine_(DaemonPolicy(config_.scheduling)) {
+  evictor_.SetReport([this](const EvictionReport& r) { OnEvictionReport(r); });
+}
 
 Extender::~Extender() { io_.Drain(); }
 

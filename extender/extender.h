@@ -39,8 +39,11 @@
 #include "core/base/clock.h"
 #include "extender/cluster_writer.h"
 #include "extender/config.h"
+#include "extender/event_sink.h"
+#include "extender/gang_evictor.h"
 #include "extender/io_worker.h"
 #include "extender/ledger.h"
+#include "extender/pod_disruption_budgets.h"
 #include "extender/wire.h"
 
 namespace phalanx::extender {
@@ -95,6 +98,11 @@ class Extender {
   // must; uncommitted plans never survive a restart (they live only in memory). Only the
   // active extender calls it (when it becomes active, before it admits anything).
   void RecoverCommitted();
+  // Optional collaborators, set before the verbs are served (not owned; may be null):
+  // PodDisruptionBudgets checked before preempting, where Events go, eviction retry timing.
+  void SetBudgetSource(const BudgetSource* budgets) { budgets_ = budgets; }
+  void SetEventSink(EventSink* events) { events_ = events; }
+  void SetEvictionOptions(GangEvictorOptions options) { evictor_.SetOptions(options); }
 
   // --- verbs -------------------------------------------------------------------------
   FilterResult Filter(const FilterArgs& args);
@@ -113,7 +121,11 @@ class Extender {
   const ExtenderStats& stats() const { return stats_; }
   const ExtenderConfig& config() const { return config_; }
   // Waits until every queued API write (and its bind callbacks) has run.
-  void DrainForTest() { io_.Drain(); }
+  void DrainForTest() {
+    io_.Drain();
+    evictor_.Drain();
+    io_.Drain();
+  }
 
  private:
   struct HeldBind {
@@ -149,6 +161,10 @@ class Extender {
   double GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* notice, std::string* job) const;
   PreemptResult PreemptGang(const PreemptArgs& args, const PodRecord& preemptor);
   void RequestNotice(const std::map<std::string, std::string>& jobs, const PodInfo& preemptor);
+  // Why the API server would refuse evicting all of `victims` ("" = it would not). Lock held.
+  std::string BudgetRefusal(const std::vector<const PodRecord*>& victims) const;
+  void OnEvictionReport(const EvictionReport& report);
+  void Event(const PodInfo& pod, std::string_view type, std::string_view reason, std::string_view note);
 
   const ExtenderConfig config_;
   Clock& clock_;
@@ -170,6 +186,9 @@ class Extender {
   std::unordered_map<PodUid, PodInfo> seen_pods_;
   std::unordered_map<std::string, std::string> filter_summaries_;  // ns/name -> words
 
+  const BudgetSource* budgets_ = nullptr;
+  EventSink* events_ = nullptr;
+  GangEvictor evictor_{writer_};  // before io_: finishes its jobs after io_ has stopped
   IoWorker io_;  // last: its thread stops before the members it uses go away
 };
 

@@ -212,6 +212,11 @@ Result<PodInfo> ParsePod(const Json& pod) {
     if (auto parsed = ParseRfc3339(*t); parsed.ok()) info.creation_time = *parsed;
   }
   const Json* labels = Child(*meta, "labels");
+  if (labels && labels->is_object()) {  // PodDisruptionBudget selectors (extender/pod_disruption_budgets.h)
+    for (const auto& [k, v] : labels->items()) {
+      if (v.is_string()) info.labels.emplace(k, v.get<std::string>());
+    }
+  }
   if (auto g = StringField(labels, kGangLabel)) {
     info.gang = *g;
   } else if (auto alias = StringField(labels, kGangAliasLabel)) {
@@ -271,6 +276,12 @@ Result<PodInfo> ParsePod(const Json& pod) {
                  : phase == "Pending"   ? PodPhase::kPending
                                         : PodPhase::kUnknown;
     info.nominated_node = StringOr(*status, "nominatedNodeName");
+    info.ready = false;
+    if (const Json* conds = Child(*status, "conditions"); conds && conds->is_array()) {
+      for (const Json& c : *conds) {
+        if (StringOr(c, "type") == "Ready") info.ready = StringOr(c, "status") == "True";
+      }
+    }
     if (auto t = StringField(status, "startTime")) {
       if (auto parsed = ParseRfc3339(*t); parsed.ok()) info.start_time = *parsed;
     }

@@ -92,6 +92,9 @@ struct PodInfo {
   std::string training_job;  // owner TrainingJob name, "" if none
   std::optional<SystemTime> start_time;
   std::optional<SystemTime> creation_time;
+  // For PodDisruptionBudgets: labels, and the Ready condition (false without a status).
+  std::map<std::string, std::string, std::less<>> labels;
+  bool ready = false;
 
   std::string Key() const { return ns + "/" + name; }
   GangKey Gang() const { return GangKey(ns + "/" + gang); }

@@ -48,13 +48,25 @@ Status KubeClusterWriter::PatchPodDevices(const PodRef& pod, const std::string& 
 }
 
 Status KubeClusterWriter::BindPod(const PodRef& pod, const std::string& node) {
+  // The Binding carries the pod's uid: a pod deleted and re-created under the same name since
+  // the scheduler saw it gets 409 instead of being bound in the old one's place.
   Status st = client_.Bind(pod.ns, pod.name, node, pod.uid);
   if (kube::IsConflict(st)) {
-    // "already assigned": a retried Binding whose first attempt landed is done.
     auto current = client_.Get(kPods, pod.ns, pod.name);
     if (current.ok()) {
+      const Json& meta = (*current)["metadata"];
+      const std::string uid = meta.is_object() ? meta.value("uid", "") : "";
       const Json& spec = (*current)["spec"];
-      if (spec.is_object() && spec.value("nodeName", "") == node) st = OkStatus();
+      if (!pod.uid.empty() && uid != pod.uid) {
+        // Not retryable: the pod this bind was for is gone; the new one is scheduled afresh.
+        st = FailedPreconditionError(fmt::format(
+            "pod {} was replaced (uid {} expected, {} found): not bound; the scheduler schedules the new pod",
+            pod.Key(), pod.uid, uid));
+      } else if (spec.is_object() && spec.value("nodeName", "") == node) {
+        st = OkStatus();  // "already assigned": a retried Binding whose first attempt landed is done
+      }
+    } else if (IsNotFound(current.status())) {
+      st = FailedPreconditionError(fmt::format("pod {} no longer exists: not bound", pod.Key()));
     }
   }
   return Done("bind", pod.Key(), std::move(st));
@@ -100,6 +112,19 @@ Status KubeClusterWriter::LiftGangGate(const PodRef& pod) {
 }
 
 Status KubeClusterWriter::EvictPod(const PodRef& pod, const std::string& reason) {
+  // Nothing is written before the eviction: a PodDisruptionBudget refusal (429) must change
+  // nothing. The API server adds DisruptionTarget (EvictionByEvictionAPI) itself when it evicts;
+  // the preemptor is named in the extender's Event on the pod.
+  (void)reason;
+  kube::DeleteOptions options;
+  if (!pod.uid.empty()) options.precondition_uid = pod.uid;
+  Status st = client_.Evict(pod.ns, pod.name, options);
+  if (IsNotFound(st)) st = OkStatus();  // already gone
+  return Done("evict", pod.Key(), std::move(st));
+}
+
+Status KubeClusterWriter::DeletePod(const PodRef& pod, const std::string& reason) {
+  // As kube-scheduler's preemption: the condition says why, then the pod is deleted.
   // "PreemptionByScheduler: <preemptor>" -> condition reason + message.
   const auto colon = reason.find(':');
   const std::string cond_reason = colon == std::string::npos ? reason : reason.substr(0, colon);
@@ -113,15 +138,12 @@ Status KubeClusterWriter::EvictPod(const PodRef& pod, const std::string& reason)
   kube::PatchOptions status_only;
   status_only.subresource = "status";
   Status cond = client_.Patch(kPods, pod.ns, pod.name, kube::PatchType::kStrategicMerge, patch, status_only).status();
-  if (!cond.ok() && !IsNotFound(cond)) {
-    // The eviction still goes ahead: the condition only explains it.
-    (void)Done("disruption-condition", pod.Key(), cond);
-  }
+  if (!cond.ok() && !IsNotFound(cond)) (void)Done("disruption-condition", pod.Key(), cond);  // it only explains
   kube::DeleteOptions options;
   if (!pod.uid.empty()) options.precondition_uid = pod.uid;
-  Status st = client_.Evict(pod.ns, pod.name, options);
-  if (IsNotFound(st)) st = OkStatus();  // already gone
-  return Done("evict", pod.Key(), std::move(st));
+  Status st = client_.Delete(kPods, pod.ns, pod.name, options).status();
+  if (IsNotFound(st)) st = OkStatus();
+  return Done("delete", pod.Key(), std::move(st));
 }
 
 Status KubeClusterWriter::RequestGracefulPreemption(const std::string& ns, const std::string& job,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/kube/api_error.h"
 #include "core/log/log.h"
 
 namespace phalanx::extender {
@@ -14,6 +15,8 @@ kube::InformerOptions Options(const kube::Resource& resource, const ClusterSyncO
   opts.min_watch_timeout = o.min_watch_timeout;
   return opts;
 }
+
+const kube::Resource kPodDisruptionBudgets{"policy", "v1", "poddisruptionbudgets", true, "PodDisruptionBudget"};
 
 // Whole GPUs, MIG devices, or a gang label: what the ledger tracks.
 bool Relevant(const PodInfo& p) { return p.gpus > 0 || !p.mig.empty() || p.IsGangMember(); }
@@ -55,6 +58,9 @@ Result<PriorityClassInfo> DecodePriorityClass(const kube::Json& object) {
 ClusterSync::ClusterSync(kube::KubeClient& client, Extender& extender, std::shared_ptr<spdlog::logger> logger,
                          ClusterSyncOptions options)
     : watch_classes_(options.watch_priority_classes),
+      watch_budgets_(options.watch_budgets),
+      crd_poll_period_(options.crd_poll_period),
+      client_(client),
       extender_(extender),
       logger_(std::move(logger)),
       classes_(client, Options(kube::resources::kPriorityClasses, options), DecodePriorityClass),
@@ -62,7 +68,8 @@ ClusterSync::ClusterSync(kube::KubeClient& client, Extender& extender, std::shar
              [](const kube::Json& j) { return ParseNode(j); }),
       jobs_(client, Options(kube::resources::kTrainingJobs, options),
             [](const kube::Json& j) { return ParseTrainingJob(j); }),
-      pods_(client, Options(kube::resources::kPods, options), kube::Informer<PodInfo>::RawDecode{DecodeInformerPodRaw}) {
+      pods_(client, Options(kube::resources::kPods, options), kube::Informer<PodInfo>::RawDecode{DecodeInformerPodRaw}),
+      pdbs_(client, Options(kPodDisruptionBudgets, options), [](const kube::Json& j) { return ParsePdb(j); }) {
   auto upsert_node = [this](const NodeInfo& n) {
     if (Status st = extender_.OnNode(n); !st.ok()) {
       PHX_LOG_WARN(logger_, "Node not usable by the ledger", kv("node", n.name.str()), kv("err", st.message()));
@@ -120,19 +127,73 @@ void ClusterSync::Start() {
   // PriorityClasses and nodes first: pods are resolved against them as they arrive.
   if (watch_classes_) classes_.Start();
   nodes_.Start();
-  jobs_.Start();
+  // The CRD may not be installed (yet): a 404 is not an error, the extender runs on pods alone.
+  auto probe = client_.List(kube::resources::kTrainingJobs, "", {.limit = 1});
+  if (!probe.ok() && IsNotFound(probe.status())) {
+    crd_missing_ = true;
+    PHX_LOG_WARN(logger_, "TrainingJob CRD not installed: gangs from pod labels only; watching for it",
+                 kv("resource", "trainingjobs.phalanx.io"));
+    crd_thread_ = std::thread([this] { WatchForCrd(); });
+  } else {
+    jobs_started_ = true;
+    jobs_.Start();
+  }
   pods_.Start();
+  if (watch_budgets_) pdbs_.Start();
+}
+
+void ClusterSync::WatchForCrd() {
+  std::unique_lock lock(crd_mu_);
+  while (!crd_cv_.wait_for(lock, crd_poll_period_, [this] { return stopping_; })) {
+    lock.unlock();
+    auto probe = client_.List(kube::resources::kTrainingJobs, "", {.limit = 1});
+    lock.lock();
+    if (stopping_) return;
+    if (probe.ok() || !IsNotFound(probe.status())) {
+      PHX_LOG_INFO(logger_, "TrainingJob CRD installed: watching TrainingJobs");
+      jobs_started_ = true;
+      jobs_.Start();
+      crd_missing_ = false;
+      return;
+    }
+  }
 }
 
 void ClusterSync::Stop() {
+  {
+    std::lock_guard lock(crd_mu_);
+    stopping_ = true;
+  }
+  crd_cv_.notify_all();
+  if (crd_thread_.joinable()) crd_thread_.join();
+  pdbs_.Stop();
   pods_.Stop();
-  jobs_.Stop();
+  if (jobs_started_) jobs_.Stop();
   nodes_.Stop();
   classes_.Stop();
 }
 
+bool ClusterSync::JobsSynced() const { return crd_missing_ || (jobs_started_ && jobs_.HasSynced()); }
+bool ClusterSync::BudgetsSynced() const { return !watch_budgets_ || pdbs_.HasSynced(); }
+
 bool ClusterSync::Synced() const {
-  return ClassesSynced() && nodes_.HasSynced() && jobs_.HasSynced() && pods_.HasSynced();
+  return ClassesSynced() && nodes_.HasSynced() && JobsSynced() && pods_.HasSynced() && BudgetsSynced();
+}
+
+std::vector<std::string> ClusterSync::Notes() const {
+  std::vector<std::string> out;
+  if (crd_missing_) out.push_back("TrainingJob CRD not installed: gangs from pod labels only");
+  if (!watch_budgets_) out.push_back("not allowed to watch PodDisruptionBudgets: budgets learnt from refused evictions");
+  return out;
+}
+
+std::vector<PdbInfo> ClusterSync::BudgetsIn(std::string_view ns) const {
+  std::vector<PdbInfo> out;
+  if (!watch_budgets_) return out;
+  for (const auto& b : pdbs_.List()) {
+    if (b->ns == ns) out.push_back(*b);
+  }
+  return out;
 }
 
 std::string ClusterSync::Pending() const {
@@ -144,8 +205,9 @@ std::string ClusterSync::Pending() const {
   };
   add(nodes_.HasSynced(), "nodes");
   add(pods_.HasSynced(), "pods");
-  add(jobs_.HasSynced(), "trainingjobs.phalanx.io");
+  add(JobsSynced(), "trainingjobs.phalanx.io");
   add(ClassesSynced(), "priorityclasses.scheduling.k8s.io");
+  add(BudgetsSynced(), "poddisruptionbudgets.policy");
   return out;
 }
 
@@ -155,8 +217,9 @@ bool ClusterSync::WaitForSync(std::chrono::milliseconds timeout) const {
     return std::max(std::chrono::milliseconds(0),
                     std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()));
   };
-  return (!watch_classes_ || classes_.WaitForSync(left())) && nodes_.WaitForSync(left()) && jobs_.WaitForSync(left()) &&
-         pods_.WaitForSync(left());
+  return (!watch_classes_ || classes_.WaitForSync(left())) && nodes_.WaitForSync(left()) &&
+         (crd_missing_ || jobs_.WaitForSync(left())) && pods_.WaitForSync(left()) &&
+         (!watch_budgets_ || pdbs_.WaitForSync(left()));
 }
 
 }  // namespace phalanx::extender

@@ -1,7 +1,7 @@
 // ClusterSync: the informers of API-server mode (DESIGN §2.5, issue 5 item 2) feeding the
 // Extender's ledger: nodes, pods (all namespaces), TrainingJobs (phalanx.io/v1alpha1) and
 // PriorityClasses. Adds and updates call Extender::OnNode/OnPod/OnTrainingJob, deletes the
-// matching On*Deleted. Pods that request no GPU (whole or MIG) and carry no gang label are kept as a tiny
+// matching On*Deleted. PodDisruptionBudgets (policy/v1) are kept for preemption (BudgetSource). Pods that request no GPU (whole or MIG) and carry no gang label are kept as a tiny
 // stub (the informer needs an object per key) and never reach the ledger.
 // A pod without spec.priority (no Priority admission plugin) gets its PriorityClass's value.
 //
@@ -10,9 +10,14 @@
 // Thread-safe. Start() once; Stop() (or the destructor) joins the informer threads.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -21,6 +26,7 @@
 #include "core/kube/informer.h"
 #include "extender/extender.h"
 #include "extender/k8s_objects.h"
+#include "extender/pod_disruption_budgets.h"
 
 namespace phalanx::extender {
 
@@ -45,9 +51,17 @@ struct ClusterSyncOptions {
   // False: no PriorityClass informer (pods without spec.priority keep 0). The daemon turns it
   // off when RBAC forbids listing PriorityClasses rather than never becoming ready.
   bool watch_priority_classes = true;
+  // False: no PodDisruptionBudget informer (RBAC forbids it); preemption then learns of budgets
+  // only from the API server's 429s (extender/gang_evictor.h).
+  bool watch_budgets = true;
+  // How often to look for the TrainingJob CRD while it is not installed.
+  std::chrono::milliseconds crd_poll_period{10'000};
 };
 
-class ClusterSync {
+// Without the TrainingJob CRD (trainingjobs.phalanx.io answers 404) the extender runs on pods
+// alone (gangs from pod labels); it looks for the CRD every crd_poll_period and starts the
+// TrainingJob informer once it appears. Notes() says so.
+class ClusterSync final : public BudgetSource {
  public:
   ClusterSync(kube::KubeClient& client, Extender& extender, std::shared_ptr<spdlog::logger> logger,
               ClusterSyncOptions options = {});
@@ -62,18 +76,35 @@ class ClusterSync {
   std::string Pending() const;
   // Waits until Synced() or the timeout (false then).
   bool WaitForSync(std::chrono::milliseconds timeout) const;
+  // What the extender runs without, in words (e.g. "TrainingJob CRD not installed: gangs from
+  // pod labels only"); empty when nothing is missing.
+  std::vector<std::string> Notes() const;
+  std::vector<PdbInfo> BudgetsIn(std::string_view ns) const override;
 
  private:
+  void WatchForCrd();  // the CRD poller's thread
   PodInfo WithPriority(const PodInfo& pod) const;
   bool ClassesSynced() const;
+  bool JobsSynced() const;
+  bool BudgetsSynced() const;
 
   const bool watch_classes_;
+  const bool watch_budgets_;
+  const std::chrono::milliseconds crd_poll_period_;
+  kube::KubeClient& client_;
   Extender& extender_;
   std::shared_ptr<spdlog::logger> logger_;
   kube::Informer<PriorityClassInfo> classes_;
   kube::Informer<NodeInfo> nodes_;
   kube::Informer<TrainingJobInfo> jobs_;
   kube::Informer<PodInfo> pods_;
+  kube::Informer<PdbInfo> pdbs_;
+  std::atomic<bool> crd_missing_{false};
+  std::atomic<bool> jobs_started_{false};
+  std::mutex crd_mu_;
+  std::condition_variable crd_cv_;
+  bool stopping_ = false;  // guarded by crd_mu_
+  std::thread crd_thread_;
 };
 
 }  // namespace phalanx::extender

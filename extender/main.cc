@@ -19,6 +19,7 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <fmt/ranges.h>
 
 #include "core/base/clock.h"
 #include "core/base/shutdown_signal.h"
@@ -26,6 +27,7 @@
 #include "core/kube/api_error.h"
 #include "core/kube/client.h"
 #include "core/kube/config.h"
+#include "core/kube/event_recorder.h"
 #include "core/kube/leader_election.h"
 #include "core/kube/malloc_tuning.h"
 #include "core/log/log.h"
@@ -35,7 +37,9 @@
 #include "core/metrics/registry.h"
 #include "extender/config.h"
 #include "extender/extender.h"
+#include "extender/gang_events.h"
 #include "extender/kube_cluster_writer.h"
+#include "extender/kube_events.h"
 #include "extender/kube_leadership.h"
 #include "extender/kube_sync.h"
 #include "extender/scheduler_lease_follower.h"
@@ -236,8 +240,33 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
                  kv("err", probe.status().message()));
     sync_options.watch_priority_classes = false;
   }
+  if (auto probe = (*client)->List(kube::Resource{"policy", "v1", "poddisruptionbudgets", true, "PodDisruptionBudget"},
+                                   "", {.limit = 1});
+      !probe.ok() && kube::IsForbidden(probe.status())) {
+    PHX_LOG_WARN(logger, "Not allowed to list PodDisruptionBudgets; preemption learns of them from refused evictions",
+                 kv("err", probe.status().message()));
+    sync_options.watch_budgets = false;
+  }
   extender::ClusterSync sync(**client, ext, logger, sync_options);
+  ext.SetBudgetSource(&sync);
+  // Events (events.k8s.io/v1): preemptions from the verbs, gang admission from the ledger.
+  kube::EventRecorder recorder(**client, {.reporting_controller = "phalanx.io/extender", .reporting_instance = PodName()});
+  extender::KubeEventSink event_sink(recorder);
+  ext.SetEventSink(&event_sink);
+  extender::GangEvents gang_events(event_sink);
+  recorder.Start();
   sync.Start();
+  // The Lease's namespace is never created here: when it is missing the extender says so in
+  // /readyz and its log, and stays a standby until it appears.
+  auto lease_namespace_missing = [&] {
+    auto ns = (*client)->Get(kube::resources::kNamespaces, "", lec.lease_namespace);
+    return !ns.ok() && IsNotFound(ns.status());
+  };
+  bool lease_ns_missing = flags.leader_elect && flags.follow_scheduler_lease.empty() && lease_namespace_missing();
+  if (lease_ns_missing) {
+    PHX_LOG_ERROR(logger, "Lease namespace not found; not creating it", kv("namespace", lec.lease_namespace));
+  }
+  auto last_ns_check = std::chrono::steady_clock::now();
   std::unique_ptr<kube::LeaderElector> elector;
   std::unique_ptr<extender::SchedulerLeaseFollower> follower;  // replaces `elector` (scheduler_lease_follower.h)
   if (!flags.follow_scheduler_lease.empty()) {
@@ -284,8 +313,26 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
       leadership.SetActive(true);
       PHX_LOG_INFO(logger, "Active extender: admitting gangs and binding");
     }
-    server.SetReady(synced && (leadership.IsLeader() || flags.standby_ready));
+    if (lease_ns_missing && std::chrono::steady_clock::now() - last_ns_check > std::chrono::seconds(10)) {
+      last_ns_check = std::chrono::steady_clock::now();
+      lease_ns_missing = lease_namespace_missing();
+      if (!lease_ns_missing) PHX_LOG_INFO(logger, "Lease namespace found", kv("namespace", lec.lease_namespace));
+    }
+    const bool ready = synced && (leadership.IsLeader() || flags.standby_ready);
+    std::vector<std::string> why;  // /readyz: why this replica is not active, in words
+    if (!synced) why.push_back("informers not synced: " + sync.Pending());
+    if (lease_ns_missing) {
+      why.push_back(fmt::format("lease namespace {} not found (create it or set --lease-namespace)", lec.lease_namespace));
+    }
+    if (synced && !leadership.IsLeader()) {
+      why.push_back(fmt::format("standby: Lease {}/{} held by another replica", lec.lease_namespace, lec.lease_name));
+    }
+    for (std::string& note : sync.Notes()) why.push_back(std::move(note));
+    server.SetReadiness(ready, fmt::format("{}", fmt::join(why, "; ")));
     if (synced) ext.Tick();
+    if (synced && leadership.IsLeader()) {
+      ext.ReadLedger([&](const extender::Ledger& l) { gang_events.Observe(l, RealClock::Instance().Now()); });
+    }
   });
 
   std::thread election;
@@ -317,6 +364,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
     if (follower) follower->Stop();
     server.Shutdown();
     sync.Stop();
+    recorder.Stop();
   });
   shutdown.Wait();
   if (election.joinable()) election.join();

@@ -50,6 +50,48 @@ void Extender::RequestNotice(const std::map<std::string, std::string>& jobs, con
   }
 }
 
+std::string Extender::BudgetRefusal(const std::vector<const PodRecord*>& victims) const {
+  if (!budgets_ || victims.empty()) return "";
+  std::set<std::string> namespaces;
+  for (const PodRecord* v : victims) namespaces.insert(v->info.ns);
+  std::vector<PdbInfo> budgets;
+  bool estimate = false;  // some budget has no status: count the pods we know
+  for (const std::string& ns : namespaces) {
+    for (PdbInfo& b : budgets_->BudgetsIn(ns)) {
+      estimate = estimate || !b.has_status;
+      budgets.push_back(std::move(b));
+    }
+  }
+  if (budgets.empty()) return "";
+  std::vector<const PodInfo*> victim_pods, namespace_pods;
+  for (const PodRecord* v : victims) victim_pods.push_back(&v->info);
+  if (estimate) {
+    for (const auto& [uid, rec] : ledger_.pods()) {
+      if (namespaces.contains(rec.info.ns)) namespace_pods.push_back(&rec.info);
+    }
+  }
+  return CheckEvictions(budgets, victim_pods, namespace_pods);
+}
+
+void Extender::Event(const PodInfo& pod, std::string_view type, std::string_view reason, std::string_view note) {
+  if (events_) events_->Record({.ns = pod.ns, .name = pod.name, .uid = pod.uid.str()}, type, reason, "Preempting", note);
+}
+
+void Extender::OnEvictionReport(const EvictionReport& report) {
+  stats_.evictions += report.done.size();
+  stats_.write_errors += static_cast<uint64_t>(report.write_errors);
+  if (!events_) return;
+  using Outcome = EvictionReport::Outcome;
+  const bool ok = report.outcome == Outcome::kEvicted;
+  const char* reason = report.outcome == Outcome::kEvicted  ? "Preempted"
+                       : report.outcome == Outcome::kRefused ? "PreemptionRefused"
+                                                             : "PreemptionForced";
+  for (const PodRef& ref : report.outcome == Outcome::kRefused ? report.job.pods : report.done) {
+    events_->Record({.ns = ref.ns, .name = ref.name, .uid = ref.uid}, ok ? "Normal" : "Warning", reason, "Preempting",
+                    report.message);
+  }
+}
+
 PreemptResult Extender::Preempt(const PreemptArgs& args) {
   PreemptResult r;
   r.meta = args.meta;
@@ -72,8 +114,11 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
     double risk = 0;
     int highest_tier = 0;  // lowest index = highest tier; we prefer victims of the lowest tiers
     std::map<std::string, std::string> notice_jobs;
+    std::map<std::string, EvictionJob> jobs;  // victim group -> members the extender evicts
+    std::vector<const PodRecord*> victims;
   };
   std::optional<Candidate> best;
+  std::string budget_refusal;  // the last candidate refused for a PodDisruptionBudget
   for (const auto& [node_name, uids] : args.victims) {
     auto idx = state.FindNode(NodeName(node_name));
     if (!idx) continue;
@@ -85,6 +130,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
     std::set<std::string> on_node(uids.begin(), uids.end());
     std::vector<PodUid> release;
     std::vector<const PodRecord*> victims;
+    std::vector<std::string> victim_group;  // parallel to victims
     for (const std::string& uid : uids) {
       const PodRecord* v = ledger_.FindPod(PodUid(uid));
       if (!v) continue;  // holds no GPU we know of (the scheduler needs it for other resources)
@@ -102,16 +148,19 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
             if (!mr) continue;
             if (!config_.MayPreempt(args.pod.priority, mr->info.priority)) allowed = false;
             victims.push_back(mr);
+            victim_group.push_back(v->info.Gang().str());
           }
         }
       } else if (groups.insert("pod:" + uid).second) {
         victims.push_back(v);
+        victim_group.push_back(v->info.Key());
       }
     }
     if (!allowed) continue;
     double notice = 0;
     std::set<std::string> jobs_counted;
-    for (const PodRecord* v : victims) {
+    for (size_t vi = 0; vi < victims.size(); ++vi) {
+      const PodRecord* v = victims[vi];
       if (v->holding != Holding::kNone) release.push_back(v->info.uid);
       double n = 0;
       std::string job;
@@ -120,13 +169,16 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
       if (n > 0 && !job.empty()) c.notice_jobs[job] = fmt::format("{}-{}", args.pod.uid.str(), job);
       notice = std::max(notice, n);
       c.highest_tier = std::min(c.highest_tier, config_.TierOf(v->info.priority));
+      EvictionJob& evict = c.jobs[victim_group[vi]];
+      evict.group = victim_group[vi];
       if (v->node.str() == node_name || v->info.node_name == node_name) {
-        if (!on_node.contains(v->info.uid.str())) {
-          on_node.insert(v->info.uid.str());
-        }
+        on_node.insert(v->info.uid.str());
+        evict.others_disrupted = true;  // kube-scheduler deletes it once we answer
       } else if (!v->info.node_name.empty()) {
         c.elsewhere.push_back(RefOf(v->info));
+        evict.pods.push_back(RefOf(v->info));
       }
+      c.victims.push_back(v);
     }
     // The preemptor must really fit on this node once the victims' GPUs are free.
     placement::GangSpec spec;
@@ -140,6 +192,11 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
     options.only_domain = state.node(*idx).spec.domains.empty() ? node_name : state.node(*idx).spec.domains[0];
     auto plan = placement::PlanGang(state, spec, options);
     if (!plan.ok() || !plan->fits()) continue;
+    // Every member's budgets, before anything is written: a refusal must leave no gang half-evicted.
+    if (std::string why = BudgetRefusal(victims); !why.empty()) {
+      budget_refusal = fmt::format("node {}: {}", node_name, why);
+      continue;
+    }
     c.on_node.assign(on_node.begin(), on_node.end());
     // Rank: victims from the lowest tiers, then least work at risk, then fewest victims.
     auto rank = [](const Candidate& x) { return std::make_tuple(-x.highest_tier, x.risk, x.on_node.size() + x.elsewhere.size()); };
@@ -147,6 +204,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
   }
   if (!best) {
     stats_.preempt_vetoed++;
+    if (!budget_refusal.empty()) Event(args.pod, "Warning", "PreemptionBlocked", budget_refusal);
     return r;  // veto: no candidate is made of whole lower-tier gangs that make room
   }
   if (!best->notice_jobs.empty()) {
@@ -159,13 +217,18 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
     r.pdb_violations[best->node] = it->second;
   }
   stats_.preempt_accepted++;
-  if (!best->elsewhere.empty()) {
-    io_.Submit([this, refs = best->elsewhere, reason = fmt::format("PreemptionByScheduler: {}", args.pod.Key())] {
-      for (const PodRef& ref : refs) {
-        stats_.evictions++;
-        if (!writer_.EvictPod(ref, reason).ok()) stats_.write_errors++;
-      }
-    });
+  Event(args.pod, "Normal", "Preempting",
+        fmt::format("preempting {} pod(s) of lower tiers to make room on {}", best->victims.size(), best->node));
+  for (const PodRecord* v : best->victims) {
+    if (v->info.node_name == best->node) {
+      Event(v->info, "Normal", "Preempted",
+            fmt::format("preempted by {} (priority {}) on {}", args.pod.Key(), args.pod.priority, best->node));
+    }
+  }
+  for (auto& [group, job] : best->jobs) {
+    if (job.pods.empty()) continue;
+    job.preemptor = args.pod.Key();
+    evictor_.Submit(std::move(job));
   }
   return r;
 }
@@ -198,10 +261,21 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
     if (n > 0) notice_jobs[key][job] = fmt::format("{}-{}", preemptor.info.Gang().str(), job);
   }
   std::vector<placement::VictimGang> candidates;
+  std::string budget_refusal;
   for (auto& [key, vg] : groups) {
     bool ok = true;
-    for (const PodUid& uid : vg.pods) ok = ok && config_.MayPreempt(preemptor.info.priority, ledger_.FindPod(uid)->info.priority);
-    if (ok) candidates.push_back(std::move(vg));
+    std::vector<const PodRecord*> members;
+    for (const PodUid& uid : vg.pods) {
+      members.push_back(ledger_.FindPod(uid));
+      ok = ok && config_.MayPreempt(preemptor.info.priority, members.back()->info.priority);
+    }
+    if (!ok) continue;
+    // A gang whose budgets would refuse its eviction is never a candidate (nothing half-evicted).
+    if (std::string why = BudgetRefusal(members); !why.empty()) {
+      budget_refusal = why;
+      continue;
+    }
+    candidates.push_back(std::move(vg));
   }
   placement::PreemptionRequest req;
   req.preemptor = SpecOf(*g, members);
@@ -211,10 +285,27 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
   auto result = placement::ChoosePreemption(ledger_.state(), req);
   if (!result.ok() || !result->helps() || result->decision->victims.empty()) {
     if (result.ok() && result->none) g->last_no_fit = "preemption: " + result->none->Message();
+    if (!budget_refusal.empty()) {
+      g->last_no_fit = "preemption: " + budget_refusal;
+      Event(preemptor.info, "Warning", "PreemptionBlocked", budget_refusal);
+    }
     stats_.preempt_vetoed++;
     return r;
   }
   const auto& decision = *result->decision;
+  {
+    // Budgets shared by several chosen gangs: check the set as a whole too.
+    std::vector<const PodRecord*> all;
+    for (int v : decision.victims) {
+      for (const PodUid& uid : candidates[static_cast<size_t>(v)].pods) all.push_back(ledger_.FindPod(uid));
+    }
+    if (std::string why = BudgetRefusal(all); !why.empty()) {
+      g->last_no_fit = "preemption: " + why;
+      Event(preemptor.info, "Warning", "PreemptionBlocked", why);
+      stats_.preempt_vetoed++;
+      return r;
+    }
+  }
   std::map<std::string, std::string> jobs;
   for (int v : decision.victims) {
     auto it = notice_jobs.find(candidates[static_cast<size_t>(v)].key.str());
@@ -233,25 +324,32 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
       break;
     }
   }
-  std::vector<PodRef> evict;
+  std::vector<EvictionJob> evictions;
+  size_t victim_count = 0;
   for (int v : decision.victims) {
+    EvictionJob job;
+    job.group = candidates[static_cast<size_t>(v)].key.str();
+    job.preemptor = "gang " + g->key.str();
     for (const PodUid& uid : candidates[static_cast<size_t>(v)].pods) {
       const PodRecord* rec = ledger_.FindPod(uid);
       if (!rec) continue;
+      victim_count++;
       if (!reply_node.empty() && rec->node.str() == reply_node) {
         r.victims[reply_node].push_back(uid.str());
+        job.others_disrupted = true;  // kube-scheduler deletes it once we answer
+        Event(rec->info, "Normal", "Preempted",
+              fmt::format("preempted by gang {} (priority {}) on {}", g->key.str(), preemptor.info.priority, reply_node));
       } else {
-        evict.push_back(RefOf(rec->info));
+        job.pods.push_back(RefOf(rec->info));
       }
     }
+    if (!job.pods.empty()) evictions.push_back(std::move(job));
   }
   stats_.preempt_accepted++;
-  io_.Submit([this, evict, reason = fmt::format("PreemptionByScheduler: gang {}", g->key.str())] {
-    for (const PodRef& ref : evict) {
-      stats_.evictions++;
-      if (!writer_.EvictPod(ref, reason).ok()) stats_.write_errors++;
-    }
-  });
+  Event(preemptor.info, "Normal", "Preempting",
+        fmt::format("gang {} preempts {} pod(s) of {} lower-tier gang(s)", g->key.str(), victim_count,
+                    decision.victims.size()));
+  for (EvictionJob& job : evictions) evictor_.Submit(std::move(job));
   return r;
 }
 

@@ -97,6 +97,14 @@ static void CountTo(metrics::CounterFamily* requests, metrics::HistogramFamily* 
   }
 }
 
+void ExtenderServer::SetReadiness(bool ready, std::string why) {
+  {
+    std::lock_guard lock(why_mu_);
+    why_ = std::move(why);
+  }
+  ready_.store(ready);
+}
+
 void ExtenderServer::Count(const char* verb, int status, double seconds) {
   CountTo(requests_, latency_, verb, status, seconds);
 }
@@ -105,7 +113,8 @@ void ExtenderServer::Register(http::HttpServer& server, bool verbs, bool debug) 
   http::StandardEndpoints endpoints;
   endpoints.ready = [this](std::string* reason) {
     if (ready_.load()) return true;
-    *reason = "ledger not synced yet";
+    std::lock_guard lock(why_mu_);
+    *reason = why_.empty() ? "ledger not synced yet" : why_;
     return false;
   };
   if (debug) {

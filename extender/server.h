@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/http/http_server.h"
@@ -45,7 +46,9 @@ class ExtenderServer {
   uint16_t port() const;
   uint16_t metrics_port() const;
   // /readyz turns 200 once the ledger is synced (snapshot loaded / informers synced).
-  void SetReady(bool ready) { ready_.store(ready); }
+  void SetReady(bool ready) { SetReadiness(ready, ""); }
+  // Not ready: `why` (the reasons, "; "-separated) is the 503 body.
+  void SetReadiness(bool ready, std::string why);
 
  private:
   void Register(http::HttpServer& server, bool verbs, bool debug);
@@ -55,6 +58,8 @@ class ExtenderServer {
   metrics::Registry& registry_;
   ServerAddresses addresses_;
   std::atomic<bool> ready_{false};
+  mutable std::mutex why_mu_;
+  std::string why_ = "ledger not synced yet";  // guarded by why_mu_
   metrics::CounterFamily* requests_ = nullptr;
   metrics::HistogramFamily* latency_ = nullptr;
   std::unique_ptr<http::HttpServer> verbs_;

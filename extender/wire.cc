@@ -167,7 +167,7 @@ Result<PreemptArgs> ParsePreemptArgs(std::string_view body) {
         } else {
           PHX_ASSIGN_OR_RETURN(PodInfo victim, ParsePod(p));
           uid = victim.uid.str();
-          args.raw_pods[uid] = json::Dump(p);
+          args.raw_pods.insert(uid);
         }
         uids.push_back(std::move(uid));
       }
@@ -260,8 +260,11 @@ std::string EncodeHostPriorities(const std::vector<HostScore>& scores) {
 }
 
 std::string EncodePreemptResult(const PreemptResult& r, const PreemptArgs& args) {
-  std::string out = r.meta ? "{\"NodeNameToVictims\":null,\"NodeNameToMetaVictims\":{"
-                           : "{\"NodeNameToMetaVictims\":null,\"NodeNameToVictims\":{";
+  // kube-scheduler reads only NodeNameToMetaVictims from the reply, whatever nodeCacheCapable
+  // says (HTTPExtender.ProcessPreemption: "Extender will always return NodeNameToMetaVictims"),
+  // and resolves each UID against its own cache of the node. In full mode only pods it sent for
+  // that node are named, as before.
+  std::string out = "{\"NodeNameToVictims\":null,\"NodeNameToMetaVictims\":{";
   bool first_node = true;
   for (const auto& [node, uids] : r.victims) {
     if (!first_node) out += ',';
@@ -270,18 +273,12 @@ std::string EncodePreemptResult(const PreemptResult& r, const PreemptArgs& args)
     out += ":{\"Pods\":[";
     bool first = true;
     for (const std::string& uid : uids) {
-      if (!r.meta) {
-        auto raw = args.raw_pods.find(uid);
-        if (raw == args.raw_pods.end()) continue;  // only pods the scheduler sent can be echoed
-        if (!first) out += ',';
-        out += raw->second;
-      } else {
-        if (!first) out += ',';
-        out += "{\"UID\":";
-        AppendJsonString(out, uid);
-        out += '}';
-      }
+      if (!r.meta && !args.raw_pods.contains(uid)) continue;  // not offered by the scheduler
+      if (!first) out += ',';
       first = false;
+      out += "{\"UID\":";
+      AppendJsonString(out, uid);
+      out += '}';
     }
     auto pdb = r.pdb_violations.find(node);
     out += "],\"NumPDBViolations\":";

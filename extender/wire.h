@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,8 +52,8 @@ struct PreemptArgs {
   bool meta = true;  // NodeNameToMetaVictims (nodeCacheCapable) vs NodeNameToVictims
   std::map<std::string, std::vector<std::string>> victims;
   std::map<std::string, int> pdb_violations;
-  // Full mode: victim UID -> the pod's JSON as sent, so a reply can echo it.
-  std::map<std::string, std::string> raw_pods;
+  // Full mode: the victim UIDs the scheduler sent (a reply names only those).
+  std::set<std::string> raw_pods;
 };
 
 struct PreemptResult {
@@ -71,6 +72,7 @@ Result<BindArgs> ParseBindArgs(std::string_view body);
 
 std::string EncodeFilterResult(const FilterResult& result);
 std::string EncodeHostPriorities(const std::vector<HostScore>& scores);
+// Always NodeNameToMetaVictims (UIDs), the only map kube-scheduler reads back.
 std::string EncodePreemptResult(const PreemptResult& result, const PreemptArgs& args);
 std::string EncodeBindResult(std::string_view error);
 

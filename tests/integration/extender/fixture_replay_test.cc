@@ -3,7 +3,7 @@
 // HTTP, with replies of the shape kube-scheduler accepts:
 //   filter      NodeNames (or Nodes.items) only from the input; Failed* maps keyed by input nodes
 //   prioritize  a bare array of {"Host","Score"} with 0 <= Score <= 10, hosts from the input
-//   preempt     NodeNameToMetaVictims (or NodeNameToVictims) from the input candidates
+//   preempt     NodeNameToMetaVictims (whichever map came in) from the input candidates
 //   bind        {"Error": string}
 // and its health, metrics and debug endpoints, and `phalanx explain`, work against it.
 // The snapshot holds exactly the fixtures' two nodes (8 and 4 GPUs), taken from the
@@ -136,20 +136,20 @@ void ExpectValidPreemptReply(const Captured& c, const json::Json& reply) {
   SCOPED_TRACE(c.name);
   ASSERT_TRUE(reply.is_object());
   const bool meta = c.request["NodeNameToMetaVictims"].is_object();
-  const char* key = meta ? "NodeNameToMetaVictims" : "NodeNameToVictims";
-  ASSERT_TRUE(reply.contains(key)) << reply.dump();
-  if (reply[key].is_null()) return;  // veto: no candidate node
-  ASSERT_TRUE(reply[key].is_object());
+  const char* in_key = meta ? "NodeNameToMetaVictims" : "NodeNameToVictims";
+  // kube-scheduler reads only NodeNameToMetaVictims back, whichever map it sent.
+  const char* key = "NodeNameToMetaVictims";
+  ASSERT_TRUE(reply[key].is_object()) << reply.dump();
   for (const auto& [node, victims] : reply[key].items()) {
-    ASSERT_TRUE(c.request[key].contains(node)) << "preempt may only narrow the candidates; " << node << " is new";
+    ASSERT_TRUE(c.request[in_key].contains(node)) << "preempt may only narrow the candidates; " << node << " is new";
     std::set<std::string> offered;
-    for (const auto& p : c.request[key][node]["Pods"]) {
+    for (const auto& p : c.request[in_key][node]["Pods"]) {
       offered.insert(meta ? p["UID"].get<std::string>() : p["metadata"]["uid"].get<std::string>());
     }
     ASSERT_TRUE(victims["Pods"].is_array());
     ASSERT_TRUE(victims["NumPDBViolations"].is_number_integer());
     for (const auto& p : victims["Pods"]) {
-      const std::string uid = meta ? p["UID"].get<std::string>() : p["metadata"]["uid"].get<std::string>();
+      const std::string uid = p["UID"].get<std::string>();
       EXPECT_TRUE(offered.contains(uid)) << "victim " << uid << " is not a pod the scheduler sent for " << node;
     }
   }
@@ -224,6 +224,51 @@ TEST_F(FixtureReplayTest, EveryCapturedRequestGetsAValidReply) {
     json::Json bind = Parse(ReadFile(kFixtures + "/" + name + ".request.raw.json"));
     const std::string key = bind["PodNamespace"].get<std::string>() + "/" + bind["PodName"].get<std::string>();
     EXPECT_EQ(where[key], bind["Node"].get<std::string>()) << key;
+  }
+}
+
+// nodeCacheCapable: false sends the victims as full Pods in NodeNameToVictims; the reply must
+// still be NodeNameToMetaVictims (kube-scheduler reads nothing else). The request is preempt-001
+// with its UIDs replaced by the victims' Pod objects, as that scheduler would have sent them.
+TEST_F(FixtureReplayTest, FullModePreemptIsAnsweredWithMetaVictims) {
+  HttpConnection conn(process_->port());
+  for (const std::string& name : kReplayOrder) {
+    if (name == "preempt-001") break;
+    Captured c = Load(name);
+    ASSERT_EQ(conn.Request("POST", "/v1/" + c.verb, c.body).status, 200) << name;
+  }
+  std::map<std::string, json::Json> pods_by_uid;  // the victims, as bound by bind-003/004
+  for (const char* f : {"filter-003", "filter-004"}) {
+    json::Json pod = Load(f).request["Pod"];
+    pod["spec"]["nodeName"] = "fake-gpu-node-2";
+    pods_by_uid[pod["metadata"]["uid"].get<std::string>()] = pod;
+  }
+  Captured meta = Load("preempt-001");
+  json::Json full = meta.request;
+  json::Json victims = json::Json::object();
+  std::set<std::string> offered;
+  for (const auto& [node, mv] : meta.request["NodeNameToMetaVictims"].items()) {
+    json::Json pods = json::Json::array();
+    for (const auto& p : mv["Pods"]) {
+      const std::string uid = p["UID"].get<std::string>();
+      ASSERT_TRUE(pods_by_uid.contains(uid)) << uid;
+      pods.push_back(pods_by_uid[uid]);
+      offered.insert(uid);
+    }
+    victims[node] = {{"Pods", pods}, {"NumPDBViolations", mv["NumPDBViolations"]}};
+  }
+  full["NodeNameToVictims"] = victims;
+  full["NodeNameToMetaVictims"] = nullptr;
+  HttpReply r = conn.Request("POST", "/v1/preempt", json::Dump(full));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json::Json reply = Parse(r.body);
+  ASSERT_TRUE(reply["NodeNameToMetaVictims"].is_object()) << r.body;
+  EXPECT_TRUE(reply["NodeNameToVictims"].is_null()) << r.body;
+  // The same decision as for the nodeCacheCapable capture: a lower-tier victim makes room.
+  ASSERT_EQ(reply["NodeNameToMetaVictims"].size(), 1u) << r.body;
+  for (const auto& [node, mv] : reply["NodeNameToMetaVictims"].items()) {
+    ASSERT_FALSE(mv["Pods"].empty()) << r.body;
+    for (const auto& p : mv["Pods"]) EXPECT_TRUE(offered.contains(p["UID"].get<std::string>())) << r.body;
   }
 }
 
