@@ -226,7 +226,17 @@ void Extender::Admit(MonotonicTime now) {
   // elsewhere (filter of an ungated member) or changed size is withdrawn (and re-queued
   // with its new size).
   std::set<GangKey> ready;
-  for (const auto& [key, g] : ledger_.gangs()) {
+  // In arrival order (first seen, then name): gangs that arrive together queue in a
+  // deterministic order, whatever the ledger's hash order.
+  std::vector<const GangRecord*> gangs;
+  gangs.reserve(ledger_.gangs().size());
+  for (const auto& [key, g] : ledger_.gangs()) gangs.push_back(&g);
+  std::sort(gangs.begin(), gangs.end(), [](const GangRecord* a, const GangRecord* b) {
+    return std::tie(a->first_seen, a->key) < std::tie(b->first_seen, b->key);
+  });
+  for (const GangRecord* gp : gangs) {
+    const GangRecord& g = *gp;
+    const GangKey& key = g.key;
     int gated = 0, holding = 0;
     for (const PodUid& uid : g.members) {
       const PodRecord* rec = ledger_.FindPod(uid);

@@ -323,7 +323,14 @@ void Ledger::RemoveFromGang(const PodInfo& info) {
   if (git == gangs_.end()) return;
   git->second.members.erase(info.uid);
   git->second.assignment.erase(info.uid);
-  if (git->second.members.empty() && !git->second.plan) gangs_.erase(git);
+  if (!git->second.members.empty()) return;
+  // Nobody is left to bind against the plan: its reservation goes with the gang (a
+  // re-created gang of the same name is planned afresh).
+  if (git->second.plan) {
+    DropPlan(info.Gang());
+    return;  // DropPlan erased the memberless gang
+  }
+  gangs_.erase(git);
 }
 
 void Ledger::UpdateGangMembership(const PodRecord* old_rec, const PodRecord& rec, MonotonicTime now) {

@@ -436,16 +436,26 @@ Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name
     head.capacity_at_start += MembersOn(f, g.gpus_per_member);
     free_total += f;
   }
+  auto free_on = [&](placement::NodeIndex node, int gpus) {
+    auto it = head.free_at_start.find(node);
+    if (it == head.free_at_start.end()) return;
+    const int before = MembersOn(it->second, g.gpus_per_member);
+    it->second += gpus;
+    free_total += gpus;
+    head.capacity_at_start += MembersOn(it->second, g.gpus_per_member) - before;
+  };
   auto release = [&](const Running& r) {
     for (const PodUid& uid : r.pods) {
       const placement::PodAllocation* p = state.FindPod(uid);
       if (p == nullptr || p->milli < placement::kMilliPerGpu) continue;  // a share frees no whole GPU alone
-      auto it = head.free_at_start.find(p->node);
-      if (it == head.free_at_start.end()) continue;
-      const int before = MembersOn(it->second, g.gpus_per_member);
-      it->second += std::popcount(p->gpus);
-      free_total += std::popcount(p->gpus);
-      head.capacity_at_start += MembersOn(it->second, g.gpus_per_member) - before;
+      free_on(p->node, std::popcount(p->gpus));
+    }
+    // Members admitted but not bound yet hold the gang's reservation (the extender).
+    if (const placement::Reservation* res = state.FindReservation(r.req.key)) {
+      for (size_t m = 0; m < res->members.size(); ++m) {
+        if (m < res->committed.size() && res->committed[m]) continue;
+        if (auto node = state.FindNode(res->members[m].node)) free_on(*node, std::popcount(res->members[m].gpus));
+      }
     }
   };
   // Preemptible backfill below it is taken back when the head is ready: count its GPUs

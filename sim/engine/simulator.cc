@@ -215,6 +215,11 @@ void Simulator::BecomeRunning(JobId id) {
     ++partial_gangs_;
   }
   running_.insert(id);
+  r.nodes.clear();
+  for (const PodUid& pod : r.pods) {
+    const placement::PodAllocation* a = state_.FindPod(pod);
+    r.nodes.push_back(a ? state_.node(a->node).spec.name : NodeName());
+  }
   busy_gpus_ += JobGpus(j);
   RecordTopology(id);
   events_.Push(now_ + r.remaining, EventType::kFinish, id, r.token);

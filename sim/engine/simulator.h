@@ -75,6 +75,7 @@ struct JobRun {
   int bound = 0;
   bool ever_partial = false;
   bool backfilled = false;  // the current attempt was admitted as backfill
+  std::vector<NodeName> nodes;  // the current attempt's member nodes, by member (set when it starts)
   bool stopping = false;    // told to checkpoint and stop (graceful preemption)
 };
 
