@@ -14,13 +14,14 @@ namespace phalanx::extender {
 
 using namespace internal;  // NOLINT: this component's own helpers
 
-Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership)
+Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership, int writers)
     : config_(std::move(config)),
       clock_(clock),
       writer_(writer),
       leadership_(leadership),
       ledger_(config_.topology_levels),
-      queue_(admission::AdmissionConfig{.head_of_line = config_.head_of_line}) {}
+      queue_(admission::AdmissionConfig{.head_of_line = config_.head_of_line}),
+      io_(writers) {}
 
 Extender::~Extender() { io_.Drain(); }
 

@@ -21,7 +21,7 @@
 //
 // Thread-safety: every method is thread-safe. Filter/Prioritize take the ledger lock
 // shared; everything that changes the ledger takes it exclusively. Writes run on the
-// IoWorker after the lock is released; bind callbacks run on that worker (or inline for
+// WritePool after the lock is released; bind callbacks run on its threads (or inline for
 // immediate errors).
 #pragma once
 
@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -38,9 +39,9 @@
 #include "core/base/clock.h"
 #include "extender/cluster_writer.h"
 #include "extender/config.h"
-#include "extender/io_worker.h"
 #include "extender/ledger.h"
 #include "extender/wire.h"
+#include "extender/write_pool.h"
 
 namespace phalanx::extender {
 
@@ -77,7 +78,8 @@ class Extender {
  public:
   using BindCallback = std::function<void(std::string error)>;  // "" = bound
 
-  Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership);
+  // `writers`: threads of the write pool (--writers).
+  Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership, int writers = 4);
   ~Extender();
   Extender(const Extender&) = delete;
   Extender& operator=(const Extender&) = delete;
@@ -119,10 +121,27 @@ class Extender {
     PodUid uid;
     int ordinal = 0;
     BindCallback done;
+    WriteClock::time_point deadline;  // kube-scheduler gives up on this bind (httpTimeout)
   };
   struct Barrier {
     std::vector<HeldBind> held;
     MonotonicTime deadline{};
+  };
+  // A released barrier's writes in flight on the write pool (bind.cc).
+  struct GangCommit {
+    struct Member {
+      PodRef ref;
+      PodInfo pod;
+      std::string node;
+      DeviceAssignment devices;
+      BindCallback done;
+    };
+    GangKey key;
+    std::vector<Member> members;
+    std::vector<char> patched;         // [i]: member i's devices landed (written by its task only)
+    std::atomic<bool> failing{false};  // a devices patch failed: the commit point is lost
+    std::mutex mu;
+    Status failure = OkStatus();       // guarded by mu: the first failure
   };
 
   FilterResult FilterGang(const FilterArgs& args);
@@ -137,6 +156,8 @@ class Extender {
   std::optional<placement::ClusterState> StateWithNominatedHolds(int priority) const;
   void ReleaseBarrier(const GangKey& key);          // exclusive lock held
   void FailBarrier(const GangKey& key, const std::string& why);  // exclusive lock held
+  void FailCommit(const std::shared_ptr<GangCommit>& commit);      // on the write pool, no lock
+  void BindCommitted(const std::shared_ptr<GangCommit>& commit);   // on the write pool, no lock
   int CommittedMembers(const GangKey& key) const;
   void Admit(MonotonicTime now);                    // exclusive lock held
   void LiftGates(const GangRecord& g);              // exclusive lock held
@@ -162,7 +183,7 @@ class Extender {
   std::unordered_map<PodUid, PodInfo> seen_pods_;
   std::unordered_map<std::string, std::string> filter_summaries_;  // ns/name -> words
 
-  IoWorker io_;  // last: its thread stops before the members it uses go away
+  WritePool io_;  // last: its threads stop before the members they use go away
 };
 
 }  // namespace phalanx::extender
