@@ -121,5 +121,14 @@ TEST_F(WritePipelineFixture, AFailedDevicesPatchInAParallelCommitBindsNobody) {
   }
 }
 
+TEST_F(WritePipelineFixture, BadWriteFlagsStopTheStartNamingTheFlag) {
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--writers", "1"}, {"--write-qps", "0"}, {"--write-burst", "0"}}) {
+    ExtenderProcess bad("bad-" + flag.substr(2) + "-" + std::to_string(::getpid()), cluster.kubeconfig, {flag, value});
+    EXPECT_NE(bad.Wait(), 0) << flag;
+    EXPECT_NE(bad.Log().find(flag), std::string::npos) << bad.Log();
+  }
+}
+
 }  // namespace
 }  // namespace phalanx::extender::itest
