@@ -317,11 +317,14 @@ void Extender::LiftGates(const GangRecord& g) {
     ungated.gated = false;  // assumed; the informer confirms
     ledger_.UpsertPod(ungated, clock_.Now());
   }
-  io_.Submit([this, refs = std::move(refs)] {
-    for (const PodRef& ref : refs) {
+  // One task per member: the pool lifts a gang's gates in parallel.
+  std::vector<WritePool::Task> lifts;
+  for (PodRef& ref : refs) {
+    lifts.push_back([this, ref = std::move(ref)] {
       if (!writer_.LiftGangGate(ref).ok()) stats_.write_errors++;
-    }
-  });
+    });
+  }
+  io_.FanOut(std::move(lifts), [] {});
 }
 
 }  // namespace phalanx::extender

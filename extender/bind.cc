@@ -1,5 +1,6 @@
-// The bind verb: single pods bound at once; gang members held at the permit barrier
-// until min-members are there, then committed (devices annotated) and bound together.
+// The bind verb: single pods bound at once (write lane kBind); gang members held at the permit
+// barrier until min-members are there, then committed (devices annotated) and bound, each
+// write of the gang in parallel on the write pool (lane kBulk).
 #include "extender/extender.h"
 
 #include <algorithm>
@@ -53,14 +54,17 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
     }
   }
   const PodRef ref{args.pod_namespace, args.pod_name, args.pod_uid};
+  // kube-scheduler stops waiting for this bind then: no write on its behalf starts later.
+  const WriteClock::time_point deadline = WriteClock::now() + config_.http_timeout;
   if (!rec) {
     // Not a pod with a managed resource we have seen: bind it as asked.
     lock.unlock();
-    io_.Submit([this, ref, node = args.node, done = std::move(done)] {
+    io_.Submit([this, ref, node = args.node, deadline, done = std::move(done)] {
+      ScopedWriteDeadline bounded(deadline);
       Status st = writer_.BindPod(ref, node);
       if (!st.ok()) stats_.write_errors++;
       done(st.ok() ? "" : std::string(st.message()));
-    });
+    }, WriteLane::kBind);
     return;
   }
   const PodInfo pod = rec->info;
@@ -105,7 +109,8 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
       list.insert(list.end(), mig_ids.begin(), mig_ids.end());
     }
     lock.unlock();
-    io_.Submit([this, ref, pod, node, devices, done = std::move(done)] {
+    io_.Submit([this, ref, pod, node, devices, deadline, done = std::move(done)] {
+      ScopedWriteDeadline bounded(deadline);
       Status st = OkStatus();
       if (!devices.empty()) st = writer_.PatchPodDevices(ref, EncodeDeviceAssignment(devices));
       if (st.ok()) st = writer_.BindPod(ref, node.str());
@@ -122,17 +127,18 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
       }
       if (!st.ok()) stats_.write_errors++;
       done(st.ok() ? "" : fmt::format("binding {} to {}: {}", ref.Key(), node.str(), st.message()));
-    });
+    }, WriteLane::kBind);
     return;
   }
   if (IsCommittedUnbound(*rec) && rec->node == node) {
     // Past the commit point already (an earlier Binding failed): just bind it.
     lock.unlock();
-    io_.Submit([this, ref, node = args.node, done = std::move(done)] {
+    io_.Submit([this, ref, node = args.node, deadline, done = std::move(done)] {
+      ScopedWriteDeadline bounded(deadline);
       Status st = writer_.BindPod(ref, node);
       if (!st.ok()) stats_.write_errors++;
       done(st.ok() ? "" : fmt::format("binding {} to {}: {}", ref.Key(), node, st.message()));
-    });
+    }, WriteLane::kBind);
     return;
   }
   // Gang member: the permit barrier.
@@ -160,7 +166,7 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
     const auto gang_timeout = g->timeout_seconds > 0 ? std::chrono::seconds(g->timeout_seconds) : config_.gang_timeout;
     b.deadline = now + config_.BarrierTimeout(gang_timeout);
   }
-  b.held.push_back({pod.uid, *ordinal, std::move(done)});
+  b.held.push_back({pod.uid, *ordinal, std::move(done), deadline});
   const int min = EffectiveMin(*g, now).value_or(static_cast<int>(g->plan->members.size()));
   if (static_cast<int>(b.held.size()) + CommittedMembers(key) >= min) ReleaseBarrier(key);
 }
@@ -170,14 +176,10 @@ void Extender::ReleaseBarrier(const GangKey& key) {
   if (bit == barriers_.end()) return;
   std::vector<HeldBind> held = std::move(bit->second.held);
   barriers_.erase(bit);
-  struct Job {
-    PodRef ref;
-    PodInfo pod;
-    std::string node;
-    DeviceAssignment devices;
-    BindCallback done;
-  };
-  auto jobs = std::make_shared<std::vector<Job>>();
+  auto commit = std::make_shared<GangCommit>();
+  commit->key = key;
+  // The commit point must be reached while the first held bind is still awaited.
+  std::optional<WriteClock::time_point> deadline;
   for (HeldBind& h : held) {
     const PodRecord* rec = ledger_.FindPod(h.uid);
     if (!rec) {
@@ -190,67 +192,96 @@ void Extender::ReleaseBarrier(const GangKey& key) {
       continue;
     }
     rec = ledger_.FindPod(h.uid);
-    Job job{RefOf(rec->info), rec->info, rec->node.str(), {}, std::move(h.done)};
+    GangCommit::Member m{RefOf(rec->info), rec->info, rec->node.str(), {}, std::move(h.done)};
     auto ids = ledger_.DeviceIds(rec->node, rec->gpus);
-    if (!ids.empty()) job.devices[rec->info.gpu_container.empty() ? "main" : rec->info.gpu_container] = ids;
-    jobs->push_back(std::move(job));
+    if (!ids.empty()) m.devices[rec->info.gpu_container.empty() ? "main" : rec->info.gpu_container] = ids;
+    commit->members.push_back(std::move(m));
+    deadline = deadline ? std::min(*deadline, h.deadline) : h.deadline;
   }
+  commit->patched.assign(commit->members.size(), false);
   if (!ledger_.state().FindReservation(key)) {  // every member committed: the plan is done
     ledger_.DropPlan(key);
     stats_.gangs_bound++;
   }
-  io_.Submit([this, key, jobs] {
-    // Commit point first: every member's devices, then every Binding. Without every
-    // member's devices nobody is bound: the annotations that did land are removed, the
-    // ledger forgets the members' GPUs and the plan is dropped (the scheduler retries).
-    Status failed = OkStatus();
-    size_t patched = 0;
-    for (; patched < jobs->size() && failed.ok(); ++patched) {
-      const Job& j = (*jobs)[patched];
-      if (!j.devices.empty()) failed = writer_.PatchPodDevices(j.ref, EncodeDeviceAssignment(j.devices));
-    }
-    if (!failed.ok()) {
-      stats_.write_errors++;
-      for (size_t i = 0; i + 1 < patched; ++i) {
-        if (!(*jobs)[i].devices.empty() && !writer_.PatchPodDevices((*jobs)[i].ref, "").ok()) stats_.write_errors++;
+  // Commit point first: every member's devices, written in parallel; only when all landed is
+  // any Binding sent. Without every member's devices nobody is bound (FailCommit).
+  std::vector<WritePool::Task> patches;
+  for (size_t i = 0; i < commit->members.size(); ++i) {
+    patches.push_back([this, commit, i, deadline] {
+      const GangCommit::Member& m = commit->members[i];
+      if (m.devices.empty() || commit->failing.load()) return;  // nothing to write, or lost already
+      ScopedWriteDeadline bounded(deadline);
+      Status st = writer_.PatchPodDevices(m.ref, EncodeDeviceAssignment(m.devices));
+      if (st.ok()) {
+        commit->patched[i] = true;  // element i is this task's alone
+        return;
       }
-      const std::string why = fmt::format("gang {}: the commit point was not reached ({}); no member was bound and "
-                                          "the plan was dropped",
-                                          key.str(), failed.message());
-      {
-        std::unique_lock l(mu_);
-        for (const Job& j : *jobs) {
-          PodInfo undone = j.pod;
-          undone.node_name.clear();
-          undone.devices.reset();
-          undone.gated = false;
-          ledger_.UpsertPod(undone, clock_.Now());
-        }
-        ledger_.DropPlan(key);
-        if (GangRecord* g = ledger_.MutableGang(key)) g->last_no_fit = why;
-      }
-      for (Job& j : *jobs) j.done(why);
-      return;
+      std::lock_guard l(commit->mu);
+      if (!commit->failing.exchange(true)) commit->failure = std::move(st);
+    });
+  }
+  io_.FanOut(std::move(patches), [this, commit] {
+    if (commit->failing.load()) {
+      FailCommit(commit);
+    } else {
+      BindCommitted(commit);
     }
-    std::vector<Status> results;
-    for (const Job& j : *jobs) results.push_back(writer_.BindPod(j.ref, j.node));
+  });
+}
+
+void Extender::FailCommit(const std::shared_ptr<GangCommit>& commit) {
+  // The annotations that did land are removed, the ledger forgets the members' GPUs and the
+  // plan is dropped (the scheduler retries); every held bind fails after the undo.
+  stats_.write_errors++;
+  std::vector<WritePool::Task> undo;
+  for (size_t i = 0; i < commit->members.size(); ++i) {
+    if (!commit->patched[i]) continue;
+    undo.push_back([this, commit, i] {
+      if (!writer_.PatchPodDevices(commit->members[i].ref, "").ok()) stats_.write_errors++;
+    });
+  }
+  io_.FanOut(std::move(undo), [this, commit] {
+    const std::string why = fmt::format("gang {}: the commit point was not reached ({}); no member was bound and "
+                                        "the plan was dropped",
+                                        commit->key.str(), commit->failure.message());
     {
       std::unique_lock l(mu_);
-      for (size_t i = 0; i < jobs->size(); ++i) {
-        // Committed either way: a member whose Binding failed keeps its GPUs and is bound
-        // on the scheduler's retry (filter pins it, bind completes it).
-        PodInfo updated = (*jobs)[i].pod;
-        updated.node_name = (*jobs)[i].node;
-        if (!(*jobs)[i].devices.empty()) updated.devices = (*jobs)[i].devices;
+      for (const GangCommit::Member& m : commit->members) {
+        PodInfo undone = m.pod;
+        undone.node_name.clear();
+        undone.devices.reset();
+        undone.gated = false;
+        ledger_.UpsertPod(undone, clock_.Now());
+      }
+      ledger_.DropPlan(commit->key);
+      if (GangRecord* g = ledger_.MutableGang(commit->key)) g->last_no_fit = why;
+    }
+    for (GangCommit::Member& m : commit->members) m.done(why);
+  });
+}
+
+void Extender::BindCommitted(const std::shared_ptr<GangCommit>& commit) {
+  // Past the commit point: every Binding in parallel, each held bind answered as its own lands.
+  // No deadline: a committed member must be bound; one whose Binding fails keeps its GPUs and
+  // is bound on the scheduler's retry (filter pins it, bind completes it).
+  std::vector<WritePool::Task> binds;
+  for (size_t i = 0; i < commit->members.size(); ++i) {
+    binds.push_back([this, commit, i] {
+      GangCommit::Member& m = commit->members[i];
+      Status st = writer_.BindPod(m.ref, m.node);
+      {
+        std::unique_lock l(mu_);
+        PodInfo updated = m.pod;
+        updated.node_name = m.node;
+        if (!m.devices.empty()) updated.devices = m.devices;
         updated.gated = false;
         ledger_.UpsertPod(updated, clock_.Now());
       }
-    }
-    for (size_t i = 0; i < jobs->size(); ++i) {
-      if (!results[i].ok()) stats_.write_errors++;
-      (*jobs)[i].done(results[i].ok() ? "" : fmt::format("binding {}: {}", (*jobs)[i].ref.Key(), results[i].message()));
-    }
-  });
+      if (!st.ok()) stats_.write_errors++;
+      m.done(st.ok() ? "" : fmt::format("binding {}: {}", m.ref.Key(), st.message()));
+    });
+  }
+  io_.FanOut(std::move(binds), [] {});
 }
 
 void Extender::FailBarrier(const GangKey& key, const std::string& why) {
@@ -262,11 +293,11 @@ void Extender::FailBarrier(const GangKey& key, const std::string& why) {
   }
   ledger_.DropPlan(key);
   if (GangRecord* g = ledger_.MutableGang(key)) g->last_no_fit = why;
-  // Reply outside the ledger lock's critical work, on the I/O worker.
+  // Reply outside the ledger lock's critical work, on the write pool.
   auto callbacks = std::make_shared<std::vector<HeldBind>>(std::move(held));
   io_.Submit([callbacks, why] {
     for (HeldBind& h : *callbacks) h.done(why);
-  });
+  }, WriteLane::kBind);
 }
 
 size_t Extender::HeldBinds() const {

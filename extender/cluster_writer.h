@@ -3,7 +3,7 @@
 // and the daemon plugs in the Kubernetes client (core/kube) without touching it.
 //
 // Calls are synchronous and may block on the network: the Extender never makes them
-// while holding its ledger lock; it runs them on its I/O worker thread.
+// while holding its ledger lock; it runs them on its write pool (write_pool.h).
 // Implementations must be thread-safe.
 #pragma once
 

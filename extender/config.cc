@@ -105,6 +105,10 @@ std::chrono::seconds ExtenderConfig::BarrierTimeout(std::chrono::seconds gang) c
   return std::max(std::chrono::seconds(1), std::min(gang, http_timeout - std::chrono::seconds(10)));
 }
 
+std::chrono::seconds ExtenderConfig::WriteRequestTimeout() const {
+  return std::clamp(http_timeout / 3, std::chrono::seconds(1), std::chrono::seconds(10));
+}
+
 ExtenderConfig DefaultConfig() {
   ExtenderConfig c;
   c.tiers = {{"critical", 1000000, {"high", "standard", "spot"}},

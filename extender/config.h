@@ -45,6 +45,9 @@ struct ExtenderConfig {
   bool MayPreempt(int preemptor_priority, int victim_priority) const;
   // min(gang timeout, httpTimeout - 10 s), at least 1 s.
   std::chrono::seconds BarrierTimeout(std::chrono::seconds gang_timeout) const;
+  // One API write's timeout: httpTimeout / 3 within [1 s, 10 s], so a write and two retries
+  // fit in the time kube-scheduler waits for the bind it serves.
+  std::chrono::seconds WriteRequestTimeout() const;
 };
 
 // The chart's defaults: critical > high > standard > spot, each preempting every lower

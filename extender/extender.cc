@@ -14,13 +14,14 @@ namespace phalanx::extender {
 
 using namespace internal;  // NOLINT: this component's own helpers
 
-Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership)
+Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership, int writers)
     : config_(std::move(config)),
       clock_(clock),
       writer_(writer),
       leadership_(leadership),
       ledger_(config_.topology_levels),
-      engine_(DaemonPolicy(config_.scheduling)) {
+      engine_(DaemonPolicy(config_.scheduling)),
+      io_(writers) {
   evictor_.SetReport([this](const EvictionReport& r) { OnEvictionReport(r); });
 }
 

@@ -22,7 +22,7 @@
 //
 // Thread-safety: every method is thread-safe. Filter/Prioritize take the ledger lock
 // shared; everything that changes the ledger takes it exclusively. Writes run on the
-// IoWorker after the lock is released; bind callbacks run on that worker (or inline for
+// WritePool after the lock is released; bind callbacks run on its threads (or inline for
 // immediate errors).
 #pragma once
 
@@ -30,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -41,10 +42,10 @@
 #include "extender/config.h"
 #include "extender/event_sink.h"
 #include "extender/gang_evictor.h"
-#include "extender/io_worker.h"
 #include "extender/ledger.h"
 #include "extender/pod_disruption_budgets.h"
 #include "extender/wire.h"
+#include "extender/write_pool.h"
 
 namespace phalanx::extender {
 
@@ -81,7 +82,8 @@ class Extender {
  public:
   using BindCallback = std::function<void(std::string error)>;  // "" = bound
 
-  Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership);
+  // `writers`: threads of the write pool (--writers).
+  Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership, int writers = 4);
   ~Extender();
   Extender(const Extender&) = delete;
   Extender& operator=(const Extender&) = delete;
@@ -132,10 +134,27 @@ class Extender {
     PodUid uid;
     int ordinal = 0;
     BindCallback done;
+    WriteClock::time_point deadline;  // kube-scheduler gives up on this bind (httpTimeout)
   };
   struct Barrier {
     std::vector<HeldBind> held;
     MonotonicTime deadline{};
+  };
+  // A released barrier's writes in flight on the write pool (bind.cc).
+  struct GangCommit {
+    struct Member {
+      PodRef ref;
+      PodInfo pod;
+      std::string node;
+      DeviceAssignment devices;
+      BindCallback done;
+    };
+    GangKey key;
+    std::vector<Member> members;
+    std::vector<char> patched;         // [i]: member i's devices landed (written by its task only)
+    std::atomic<bool> failing{false};  // a devices patch failed: the commit point is lost
+    std::mutex mu;
+    Status failure = OkStatus();       // guarded by mu: the first failure
   };
 
   class AdmissionDriver;  // admission.cc: the ledger as the engine's driver
@@ -153,6 +172,8 @@ class Extender {
   std::optional<placement::ClusterState> StateWithNominatedHolds(int priority) const;
   void ReleaseBarrier(const GangKey& key);          // exclusive lock held
   void FailBarrier(const GangKey& key, const std::string& why);  // exclusive lock held
+  void FailCommit(const std::shared_ptr<GangCommit>& commit);      // on the write pool, no lock
+  void BindCommitted(const std::shared_ptr<GangCommit>& commit);   // on the write pool, no lock
   int CommittedMembers(const GangKey& key) const;
   void Admit(MonotonicTime now);                    // exclusive lock held
   scheduling::GangRequest EngineRequestOf(const GangRecord& g, int members) const;
@@ -189,7 +210,7 @@ class Extender {
   const BudgetSource* budgets_ = nullptr;
   EventSink* events_ = nullptr;
   GangEvictor evictor_{writer_};  // before io_: finishes its jobs after io_ has stopped
-  IoWorker io_;  // last: its thread stops before the members it uses go away
+  WritePool io_;  // last: its threads stop before the members they use go away
 };
 
 }  // namespace phalanx::extender

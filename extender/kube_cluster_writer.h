@@ -9,7 +9,8 @@
 //              then POST pods/<name>/eviction
 //   preempt-request  merge patch of the TrainingJob's phalanx.io/preempt-request annotation
 // Every call is logged on failure and counted in phalanx_extender_api_writes_total{verb,result}.
-// The Extender runs these on its I/O worker, never under its ledger lock.
+// The Extender runs these on its write pool, never under its ledger lock; the client it is
+// given is the write client (budget and deadlines: budgeted_transport.h).
 // Thread-safe (the client is).
 #pragma once
 

@@ -28,6 +28,7 @@
 #include "core/kube/client.h"
 #include "core/kube/config.h"
 #include "core/kube/event_recorder.h"
+#include "core/kube/cpprest_transport.h"
 #include "core/kube/leader_election.h"
 #include "core/kube/malloc_tuning.h"
 #include "core/log/log.h"
@@ -35,6 +36,7 @@
 #include "core/log/logger_factory.h"
 #include "core/metrics/build_info.h"
 #include "core/metrics/registry.h"
+#include "extender/budgeted_transport.h"
 #include "extender/config.h"
 #include "extender/extender.h"
 #include "extender/gang_events.h"
@@ -45,6 +47,7 @@
 #include "extender/scheduler_lease_follower.h"
 #include "extender/server.h"
 #include "extender/snapshot.h"
+#include "extender/write_budget.h"
 
 namespace {
 
@@ -135,6 +138,10 @@ struct Flags {
   int read_timeout_seconds = static_cast<int>(extender::ServerAddresses{}.read_timeout.count());
   double qps = 50;
   int burst = 100;
+  // The write pipeline (docs/extender.md, "Write pipeline"): its own budget, apart from reads.
+  int writers = 32;
+  double write_qps = 1000;
+  int write_burst = 2000;
   bool leader_elect = true;
   std::string lease_name = "phalanx-extender";
   std::string lease_namespace = Env("POD_NAMESPACE", "phalanx-system");
@@ -153,7 +160,7 @@ int RunEmbedded(ShutdownSignal& shutdown, const Flags& flags, const extender::Ex
   (void)metrics::RegisterBuildInfo(registry, kVersion, kGitCommit);
   extender::RecordingWriter writer;  // embedded mode: writes are recorded, the ledger assumes them
   extender::StaticLeadership leadership(true);
-  extender::Extender ext(config, RealClock::Instance(), writer, leadership);
+  extender::Extender ext(config, RealClock::Instance(), writer, leadership, flags.writers);
   for (const auto& node : snapshot->nodes) {
     if (Status st = ext.OnNode(node); !st.ok()) {
       PHX_LOG_WARN(logger, "Skipped node", kv("node", node.name.str()), kv("err", st.message()));
@@ -219,11 +226,25 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   auto client = kube::KubeClient::Create(*kube_config, client_options);
   if (!client.ok()) return Fail(std::string(client.status().message()));
 
+  // Writes go through their own client: its own connections, the write budget (taken per
+  // request in the write task's lane) and a per-request timeout derived from httpTimeout.
+  extender::WriteBudget write_budget(flags.write_qps, flags.write_burst);
+  const std::chrono::milliseconds write_timeout = config.WriteRequestTimeout();
+  auto write_transport = kube::MakeCpprestTransport(*kube_config, {.default_timeout = write_timeout});
+  if (!write_transport.ok()) return Fail(std::string(write_transport.status().message()));
+  kube::ClientOptions write_options = client_options;
+  write_options.qps = 0;  // the budget is in BudgetedTransport
+  write_options.timeout = write_timeout;
+  kube::KubeClient write_client(
+      std::make_shared<extender::BudgetedTransport>(std::shared_ptr<kube::Transport>(std::move(*write_transport)),
+                                                    write_budget, write_timeout),
+      *kube_config, write_options);
+
   metrics::Registry registry;
   (void)metrics::RegisterBuildInfo(registry, kVersion, kGitCommit);
-  extender::KubeClusterWriter writer(**client, &registry, logger);
+  extender::KubeClusterWriter writer(write_client, &registry, logger);
   extender::ElectorLeadership leadership;
-  extender::Extender ext(config, RealClock::Instance(), writer, leadership);
+  extender::Extender ext(config, RealClock::Instance(), writer, leadership, flags.writers);
   extender::ExtenderServer server(ext, registry, addresses);
   if (Status st = server.Start(); !st.ok()) return Fail("starting HTTP servers: " + std::string(st.message()));
   if (auto family = registry.AddGauge("phalanx_extender_leader",
@@ -390,8 +411,17 @@ int main(int argc, char** argv) {
   app.add_option("--cluster-snapshot", f.snapshot_file,
                  "Embedded mode: load nodes and pods from `kubectl get nodes,pods -A -o json` output instead of "
                  "watching an API server");
-  app.add_option("--kube-api-qps", f.qps, "API client requests per second")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--kube-api-qps", f.qps, "API client requests per second (reads: informers, Lease; writes: --write-qps)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--kube-api-burst", f.burst, "API client burst")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--writers", f.writers,
+                 "Threads making API writes (binds, devices patches, gate lifts, evictions); one of them serves "
+                 "single-pod binds only")
+      ->capture_default_str()->check(CLI::Range(2, 256));
+  app.add_option("--write-qps", f.write_qps,
+                 "Write requests per second to the API server (separate from --kube-api-qps, which bounds reads)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--write-burst", f.write_burst, "Write requests allowed at once above --write-qps")
+      ->capture_default_str()->check(CLI::Range(1, 1000000));
   app.add_option("--max-request-bytes", f.max_request_bytes,
                  "Largest verb request body accepted; larger ones get 413 (full-Nodes requests over 5,000 nodes are ~15 MB)")
       ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 32));

@@ -64,7 +64,7 @@ inline FilterArgs Args(const PodInfo& pod, const std::vector<std::string>& names
   return a;
 }
 
-// Collects a bind's outcome (the callback may run later, on the I/O worker).
+// Collects a bind's outcome (the callback may run later, on the write pool).
 struct BindProbe {
   std::shared_ptr<std::promise<std::string>> promise = std::make_shared<std::promise<std::string>>();
   std::shared_future<std::string> result = promise->get_future().share();
