@@ -158,3 +158,25 @@ TEST(SnapshotTest, LoadsKubectlListOutput) {
 
 }  // namespace
 }  // namespace phalanx::extender::testing
+
+namespace phalanx::extender {
+namespace {
+
+TEST(ConfigSchedulingTest, TheSchedulingSectionIsTheEnginesPolicyAndBadValuesNameTheKey) {
+  auto c = ParseConfig("scheduling:\n  backfill: false\n  tiers: [{name: standard, reserveAfterSeconds: 3600}]\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->scheduling.backfill);
+  ASSERT_EQ(c->scheduling.tiers.size(), 1u);
+  EXPECT_DOUBLE_EQ(c->scheduling.tiers[0].reserve_after_s, 3600);
+  EXPECT_DOUBLE_EQ(c->scheduling.tiers[0].weight, 10);  // the default standard tier's
+  auto absent = ParseConfig("gangTimeoutSeconds: 60\n");
+  ASSERT_TRUE(absent.ok());
+  EXPECT_EQ(absent->scheduling.tiers.size(), 4u);
+  auto bad = ParseConfig("scheduling:\n  tiers: [{name: high, targetWaitSeconds: soon}]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "scheduling.tiers[0].targetWaitSeconds: expected a number");
+  EXPECT_FALSE(ParseConfig("scheduling: {preempt: always}\n").ok());
+}
+
+}  // namespace
+}  // namespace phalanx::extender
