@@ -1,0 +1,133 @@
+// Heads: a waiting gang's expected start (node-level replay of expected ends) and the
+// room backfill may take without delaying it (docs/algorithms.md §8.2).
+#include "core/scheduling/engine.h"
+
+#include <algorithm>
+#include <bit>
+#include <unordered_map>
+
+#include "core/scheduling/engine_internal.h"
+
+namespace phalanx::scheduling {
+
+using namespace internal;  // NOLINT: this module's own helpers
+
+// --- the head's reservation ---------------------------------------------------------------
+
+namespace {
+
+int MembersOn(int free_gpus, int per_member) { return free_gpus / per_member; }
+
+int GpusOn(const Admission& a, const placement::ClusterState& state, std::unordered_map<placement::NodeIndex, int>* out) {
+  int total = 0;
+  if (a.share) {
+    if (auto n = state.FindNode(a.share->first)) (*out)[*n] += 1;
+    return 1;
+  }
+  for (const placement::MemberPlacement& m : a.members) {
+    if (auto n = state.FindNode(m.node)) {
+      (*out)[*n] += std::popcount(m.gpus);
+      total += std::popcount(m.gpus);
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+bool Engine::HeadPlan::TakeIfStillFits(const Admission& a, const placement::ClusterState& state) {
+  std::unordered_map<placement::NodeIndex, int> taken;
+  GpusOn(a, state, &taken);
+  int lost = 0;
+  for (const auto& [node, gpus] : taken) {
+    auto it = free_at_start.find(node);
+    const int f = it == free_at_start.end() ? 0 : it->second;
+    lost += MembersOn(f, per_member) - MembersOn(std::max(0, f - gpus), per_member);
+  }
+  if (capacity_at_start - lost < reservation.members) return false;
+  capacity_at_start -= lost;
+  for (const auto& [node, gpus] : taken) {
+    auto it = free_at_start.find(node);
+    if (it == free_at_start.end()) continue;
+    reservation.spare_gpus -= std::min(gpus, it->second);
+    it->second = std::max(0, it->second - gpus);
+  }
+  return true;
+}
+
+// A preemptor waiting for its victims' checkpoints holds their pool's head; nothing
+// preemptible may backfill there (it would only be evicted again when the victims stop).
+Engine::HeadPlan Engine::AwaitingHead(const Waiting& w, PassContext& ctx) const {
+  HeadPlan head = PlanHead(w, w.reserve_pool, ctx);
+  head.awaiting = true;
+  return head;
+}
+
+// The head's expected start: replay the pool's running gangs ending in expected-end
+// order onto the nodes' free GPUs until the head's members fit (whole members per node).
+Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name, PassContext& ctx) const {
+  const GangRequest& g = w.req;
+  const placement::ClusterState& state = ctx.driver.state();
+  HeadPlan head;
+  head.per_member = g.gpus_per_member;
+  head.reservation = HeadReservation{.pool = pool_name, .head = g.key, .priority = g.priority, .gpus = g.Gpus(),
+                                     .members = g.members, .expected_start = ctx.now, .reachable = false, .spare_gpus = 0};
+  const placement::PoolId pool = state.FindPool(pool_name);
+  if (pool == placement::kNoPool) return head;
+  int free_total = 0;
+  for (placement::NodeIndex n : state.pool(pool).nodes) {
+    const int f = std::popcount(state.node(n).free);
+    head.free_at_start[n] = f;
+    head.capacity_at_start += MembersOn(f, g.gpus_per_member);
+    free_total += f;
+  }
+  auto free_on = [&](placement::NodeIndex node, int gpus) {
+    auto it = head.free_at_start.find(node);
+    if (it == head.free_at_start.end()) return;
+    const int before = MembersOn(it->second, g.gpus_per_member);
+    it->second += gpus;
+    free_total += gpus;
+    head.capacity_at_start += MembersOn(it->second, g.gpus_per_member) - before;
+  };
+  auto release = [&](const Running& r) {
+    for (const PodUid& uid : r.pods) {
+      const placement::PodAllocation* p = state.FindPod(uid);
+      if (p == nullptr || p->milli < placement::kMilliPerGpu) continue;  // a share frees no whole GPU alone
+      free_on(p->node, std::popcount(p->gpus));
+    }
+    // Members admitted but not bound yet hold the gang's reservation (the extender).
+    if (const placement::Reservation* res = state.FindReservation(r.req.key)) {
+      for (size_t m = 0; m < res->members.size(); ++m) {
+        if (m < res->committed.size() && res->committed[m]) continue;
+        if (auto node = state.FindNode(res->members[m].node)) free_on(*node, std::popcount(res->members[m].gpus));
+      }
+    }
+  };
+  // Preemptible backfill below it is taken back when the head is ready: count its GPUs
+  // as free from the start.
+  for (const auto& [key, r] : running_)
+    if (r.pool == pool_name && r.reclaimable && r.req.priority < g.priority) release(r);
+  double start = ctx.now;
+  if (head.capacity_at_start < g.members) {
+    // Running gangs of this pool by expected end (overdue ones: soon, not in the past).
+    std::vector<std::pair<double, const Running*>> ends;
+    for (const auto& [key, r] : running_)
+      if (r.pool == pool_name && !(r.reclaimable && r.req.priority < g.priority)) ends.emplace_back(std::max(r.expected_end, ctx.now + forecast_.overdue_grace_s), &r);
+    std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second->req.key < b.second->req.key;
+    });
+    size_t i = 0;
+    while (i < ends.size() && head.capacity_at_start < g.members) {
+      const double t = ends[i].first;
+      for (; i < ends.size() && ends[i].first == t; ++i) release(*ends[i].second);  // same instant together
+      start = t;
+    }
+    if (head.capacity_at_start < g.members) return head;  // unreachable
+  }
+  head.reservation.expected_start = start;
+  head.reservation.reachable = true;
+  head.reservation.spare_gpus = std::max(0, free_total - g.Gpus());
+  return head;
+}
+
+}  // namespace phalanx::scheduling

@@ -1,0 +1,67 @@
+// Internal to core/scheduling: what the engine's translation units share (engine.cc:
+// the pass; engine_heads.cc: heads and backfill room; engine_preemption.cc: victims,
+// prices, evictions). Not part of the module's interface.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/scheduling/engine.h"
+
+namespace phalanx::scheduling::internal {
+
+inline constexpr double kDay = 86400;
+// How long past its notice a gracefully preempted gang may take before its preemptor
+// stops waiting for it (and may choose other victims).
+inline constexpr double kEvictionGrace = 60;
+
+inline std::string Duration(double seconds) {
+  if (!std::isfinite(seconds)) return "never";
+  if (seconds < 90) return fmt::format("{:.0f}s", seconds);
+  if (seconds < 5400) return fmt::format("{:.0f}m", seconds / 60);
+  if (seconds < 2 * kDay) return fmt::format("{:.1f}h", seconds / 3600);
+  return fmt::format("{:.1f}d", seconds / kDay);
+}
+
+// The planner's view of a gang in `pool` ("" = any pool); a topology level the cluster
+// does not label is ignored (the gang is placed anywhere in its pool).
+inline placement::GangSpec SpecOf(const GangRequest& g, const std::string& pool, const placement::ClusterState& state) {
+  placement::GangSpec spec;
+  spec.key = g.key;
+  spec.members = g.members;
+  spec.gpus_per_member = g.gpus_per_member;
+  if (!pool.empty()) spec.pool = pool;
+  if (g.mode != placement::TopologyMode::kNone && state.LevelIndex(g.level) >= 0) {
+    spec.level = g.level;
+    spec.mode = g.mode;
+  }
+  return spec;
+}
+
+}  // namespace phalanx::scheduling::internal
+
+namespace phalanx::scheduling {
+
+// State of one pass: the pools' heads as promised so far, shape memo, budgets.
+struct Engine::PassContext {
+  double now = 0;
+  EngineDriver& driver;
+  Scope scope = Scope::kFull;
+  std::map<std::string, HeadPlan> heads;
+  // (queue, gpus per member, milli, level) -> fewest members that failed to plan: free
+  // GPUs only shrink within a pass (until an eviction, which clears it).
+  std::map<std::tuple<std::string, int, int, std::string>, int> failed;
+  std::map<std::string, int> searches;  // cost-rule preemption searches per queue
+  std::map<std::string, int> ahead_waiting;  // per queue: GPUs of gangs walked that still wait
+  int ahead_all = 0;
+  // Per queue: cumulative GPUs of the waiting gangs in order, at the pass's start.
+  std::map<std::string, std::vector<std::pair<OrderKey, int>>> ahead;
+};
+
+}  // namespace phalanx::scheduling
