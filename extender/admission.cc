@@ -21,6 +21,10 @@ namespace {
 
 double EngineSeconds(MonotonicTime t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
+// An evicted pod is gone within its termination grace period (30 s by default); the
+// preemptor waits that long (plus the engine's grace) before it may choose other victims.
+constexpr double kTerminationAllowanceSeconds = 30;
+
 }  // namespace
 
 // The ledger as the engine's driver: state() is the ledger's (minus GPUs nominated to
@@ -63,14 +67,60 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
     return std::vector<PodUid>(g->members.begin(), g->members.end());
   }
 
-  std::optional<double> Evict(const GangKey& /*victim*/, const GangKey& /*preemptor*/, std::string_view /*reason*/,
-                              bool /*graceful*/) override {
-    return std::nullopt;  // see DaemonPolicy
+  // A whole victim gang: a TrainingJob that checkpoints on notice is asked to (the operator
+  // drains it after the checkpoint); anything else is evicted by the GangEvictor (budgets
+  // checked first, never left half-evicted). Either way the GPUs free only when the pods
+  // are gone, so the engine waits (Admit reports the gang finished then).
+  std::optional<double> Evict(const GangKey& victim, const GangKey& preemptor, std::string_view reason,
+                              bool graceful) override {
+    const GangRecord* v = ext_.ledger_.FindGang(victim);
+    const GangRecord* p = ext_.ledger_.FindGang(preemptor);
+    if (v == nullptr || p == nullptr || p->members.empty()) return std::nullopt;
+    const PodRecord* by = ext_.ledger_.FindPod(*p->members.begin());
+    if (by == nullptr) return std::nullopt;
+    std::vector<const PodRecord*> members;
+    for (const PodUid& uid : v->members) {
+      const PodRecord* rec = ext_.ledger_.FindPod(uid);
+      if (rec == nullptr) continue;
+      if (!ext_.config_.MayPreempt(by->info.priority, rec->info.priority)) return std::nullopt;
+      members.push_back(rec);
+    }
+    if (members.empty()) return std::nullopt;
+    if (!ext_.BudgetRefusal(members).empty()) return std::nullopt;  // a budget would refuse a member
+    if (const TrainingJobInfo* tj = JobOf(victim); graceful && tj && tj->notice_seconds_needed > 0) {
+      ext_.RequestNotice({{tj->Key(), fmt::format("{}-{}", preemptor.str(), tj->Key())}}, by->info);
+      ext_.stats_.preempt_accepted++;
+      return tj->notice_seconds_needed + 60;  // the deadline the request gives the operator
+    }
+    EvictionJob job;
+    job.group = victim.str();
+    job.preemptor = "gang " + preemptor.str();
+    for (const PodRecord* rec : members) {
+      if (!rec->info.node_name.empty()) job.pods.push_back(RefOf(rec->info));
+      ext_.Event(rec->info, "Normal", "Preempted", std::string(reason));
+    }
+    ext_.stats_.preempt_accepted++;
+    ext_.evictor_.Submit(std::move(job));
+    return kTerminationAllowanceSeconds;
   }
 
   double GpuSecondsAtRisk(const GangKey& running) const override {
-    const TrainingJobInfo* tj = JobOf(running);
-    return tj ? tj->gpu_seconds_at_risk : 0;
+    const GangRecord* g = ext_.ledger_.FindGang(running);
+    if (g == nullptr) return 0;
+    // As the preempt verb counts it: a TrainingJob's reported risk once, else each
+    // member's GPUs times its run time.
+    const SystemTime wall = ext_.clock_.WallNow();
+    double risk = 0;
+    std::set<std::string> jobs;
+    for (const PodUid& uid : g->members) {
+      const PodRecord* rec = ext_.ledger_.FindPod(uid);
+      if (rec == nullptr || rec->holding == Holding::kNone) continue;
+      double notice = 0;
+      std::string job;
+      const double r = ext_.GpuSecondsAtRisk(*rec, wall, &notice, &job);
+      if (job.empty() || jobs.insert(job).second) risk += r;
+    }
+    return risk;
   }
 
   double NoticeSeconds(const GangKey& running) const override {
@@ -256,8 +306,9 @@ void Extender::Admit(MonotonicTime now) {
         if (engine_.Enqueue(EngineRequestOf(g, members)).ok()) engine_waiting_.emplace(key, members);
       }
     } else if ((g.plan || holding > 0) && !engine_.IsRunning(key)) {
-      // Running without the engine's admission (planned at filter, or found after a
-      // restart): the engine counts its GPUs in forecasts.
+      // Running without the engine's admission (planned at filter, bound through
+      // kube-scheduler, or found after a restart): the engine counts its GPUs in forecasts
+      // and may choose it as a victim.
       if (engine_waiting_.erase(key) > 0) (void)engine_.Remove(key);
       engine_.AdoptRunning(EngineRequestOf(g, members), g.plan ? g.plan->pool : g.pool_selector,
                            std::vector<PodUid>(g.members.begin(), g.members.end()), EngineSeconds(g.first_seen));

@@ -20,7 +20,7 @@ Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, L
       writer_(writer),
       leadership_(leadership),
       ledger_(config_.topology_levels),
-      engine_(DaemonPolicy(config_.scheduling)),
+      engine_(config_.scheduling),
       io_(writers) {
   evictor_.SetReport([this](const EvictionReport& r) { OnEvictionReport(r); });
 }

@@ -38,12 +38,4 @@ inline std::string Seconds(Duration d) {
   return fmt::format("{:.0f}s", std::chrono::duration<double>(d).count());
 }
 
-// The engine's policy for the daemon. Evictions chosen by the engine are not carried out
-// by the extender yet: a gated gang never preempts (kube-scheduler's preempt verb still
-// does for pods in its cycle), so no search is run for nothing.
-inline scheduling::EnginePolicy DaemonPolicy(scheduling::EnginePolicy p) {
-  p.preemption_searches_per_pass = 0;
-  return p;
-}
-
 }  // namespace phalanx::extender::internal

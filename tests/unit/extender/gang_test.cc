@@ -226,6 +226,50 @@ TEST(GangTest, GpusOfANominatedHigherPriorityPodAreNotPlanned) {
   EXPECT_EQ(c.writer.CallsOf("ungate").size(), 2u);
 }
 
+// The scheduling engine's cost rules in the daemon (docs/algorithms.md §8.3): a gated high
+// gang that does not fit preempts a whole lower-tier gang, waits for its pods to go, then is
+// admitted on their GPUs.
+TEST(GangTest, AGatedHighGangPreemptsAWholeSpotGangThenIsAdmitted) {
+  TestCluster c;
+  for (const auto& n : TwoDgx()) ASSERT_TRUE(c.ext.OnNode(DgxNode(n)).ok());
+  std::vector<PodInfo> spot;
+  for (int i = 0; i < 2; ++i) {
+    PodInfo p = GangPod("spot", i, 8, 2, /*priority=*/100);
+    p.gated = false;
+    p.node_name = TwoDgx()[static_cast<size_t>(i)];
+    p.phase = PodPhase::kRunning;
+    p.start_time = c.clock.WallNow();
+    spot.push_back(p);
+    c.ext.OnPod(p);
+  }
+  c.ext.Tick();  // the engine adopts the running spot gang
+  c.clock.Advance(10min);
+  std::vector<PodInfo> high;
+  for (int i = 0; i < 2; ++i) {
+    high.push_back(GangPod("urgent", i, 8, 2, /*priority=*/10000));
+    c.ext.OnPod(high.back());
+  }
+  c.ext.Tick();
+  c.ext.DrainForTest();
+  // Both spot members evicted (the whole gang), nothing admitted yet.
+  EXPECT_EQ(c.writer.CallsOf("evict").size(), 2u);
+  EXPECT_TRUE(c.writer.CallsOf("ungate").empty());
+  EXPECT_NE(c.ext.Explain("default/urgent-0").find("to checkpoint and stop"), std::string::npos)
+      << c.ext.Explain("default/urgent-0");
+  // A second tick evicts nobody else while the victims terminate.
+  c.ext.Tick();
+  c.ext.DrainForTest();
+  EXPECT_EQ(c.writer.CallsOf("evict").size(), 2u);
+  // The victims are gone: the high gang is admitted on their GPUs.
+  for (const PodInfo& p : spot) c.ext.OnPodDeleted(p.uid);
+  c.clock.Advance(1s);
+  c.ext.Tick();
+  c.ext.DrainForTest();
+  EXPECT_EQ(c.writer.CallsOf("ungate").size(), 2u);
+  EXPECT_NE(c.ext.Explain("default/urgent-1").find("admitted: planned on 2 node(s)"), std::string::npos)
+      << c.ext.Explain("default/urgent-1");
+}
+
 TEST(GangTest, UngatedGangIsPlannedOnFirstMemberFilter) {
   TestCluster c;
   for (const auto& n : TwoDgx()) ASSERT_TRUE(c.ext.OnNode(DgxNode(n)).ok());

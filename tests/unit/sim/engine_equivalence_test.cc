@@ -1,9 +1,10 @@
 // One engine, two drivers (issue 16): the same gangs arriving and finishing at the same
 // times, replayed through the simulator's `phalanx` policy and through the extender's
 // admission (gated pods, Tick), are admitted at the same instants on the same nodes.
-// Both run the shipped tier rules with preemption off (the extender's engine does not
-// evict yet: extender/extender_internal.h DaemonPolicy) and without duration hints
-// (the extender has none: every gang's expected run time is its tier's default).
+// Both run the shipped tier rules with preemption off (the extender's evictions end when
+// kubelet has stopped the pods, which the simulator's stop times only approximate) and
+// without duration hints (the extender has none: every gang's expected run time is its
+// tier's default).
 #include <map>
 #include <queue>
 #include <set>
