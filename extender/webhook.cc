@@ -47,7 +47,9 @@ std::string GangName(const Json* labels) {
 // The JSONPatch adding the gate, or "" when the pod is left alone. Errors name the field.
 Result<std::string> GatePatch(const Json& object, const WebhookOptions& options) {
   constexpr std::string_view kWhere = "request.object";
-  if (!object.is_object()) return InvalidArgumentError(fmt::format("{}: expected a Pod object, got {}", kWhere, json::TypeName(object)));
+  if (!object.is_object()) {
+    return InvalidArgumentError(fmt::format("{}: expected a Pod object, got {}", kWhere, json::TypeName(object)));
+  }
   PHX_ASSIGN_OR_RETURN(const Json* meta, json::GetOptional(object, "metadata", kWhere, Json::value_t::object));
   const std::string meta_path = json::JoinPath(kWhere, "metadata");
   const Json* labels = nullptr;
@@ -57,7 +59,8 @@ Result<std::string> GatePatch(const Json& object, const WebhookOptions& options)
   if (labels) {
     for (const auto& [key, value] : labels->items()) {
       if (!value.is_string()) {
-        return InvalidArgumentError(fmt::format("{}.labels[{}]: expected string, got {}", meta_path, key, json::TypeName(value)));
+        return InvalidArgumentError(
+            fmt::format("{}.labels[{}]: expected string, got {}", meta_path, key, json::TypeName(value)));
       }
     }
   }
@@ -65,7 +68,8 @@ Result<std::string> GatePatch(const Json& object, const WebhookOptions& options)
   const Json& spec = *spec_ptr;
   const std::string spec_path = json::JoinPath(kWhere, "spec");
   PHX_ASSIGN_OR_RETURN(const Json* gates, json::GetOptional(spec, "schedulingGates", spec_path, Json::value_t::array));
-  PHX_ASSIGN_OR_RETURN(const Json* scheduler, json::GetOptional(spec, "schedulerName", spec_path, Json::value_t::string));
+  PHX_ASSIGN_OR_RETURN(const Json* scheduler,
+                       json::GetOptional(spec, "schedulerName", spec_path, Json::value_t::string));
   PHX_ASSIGN_OR_RETURN(const Json* node, json::GetOptional(spec, "nodeName", spec_path, Json::value_t::string));
 
   if (GangName(labels).empty()) return std::string();
@@ -78,7 +82,8 @@ Result<std::string> GatePatch(const Json& object, const WebhookOptions& options)
     for (size_t i = 0; i < gates->size(); ++i) {
       const Json& g = (*gates)[i];
       if (!g.is_object()) {
-        return InvalidArgumentError(fmt::format("{}.schedulingGates[{}]: expected object, got {}", spec_path, i, json::TypeName(g)));
+        return InvalidArgumentError(
+            fmt::format("{}.schedulingGates[{}]: expected object, got {}", spec_path, i, json::TypeName(g)));
       }
       if (auto name = g.find("name"); name != g.end() && name->is_string() && *name == kGangGate) return std::string();
     }
@@ -96,7 +101,9 @@ WebhookReply ReviewPodAdmission(std::string_view request_body, const WebhookOpti
   auto parsed = json::Parse(request_body);
   if (!parsed.ok()) return BadRequest(fmt::format("AdmissionReview: {}", parsed.status().message()));
   const Json& review = *parsed;
-  if (!review.is_object()) return BadRequest(fmt::format("AdmissionReview: expected object, got {}", json::TypeName(review)));
+  if (!review.is_object()) {
+    return BadRequest(fmt::format("AdmissionReview: expected object, got {}", json::TypeName(review)));
+  }
   auto api_version = json::GetString(review, "apiVersion", "AdmissionReview");
   if (!api_version.ok()) return BadRequest(api_version.status().message());
   if (*api_version != kAdmissionApiVersion) {
@@ -106,7 +113,9 @@ WebhookReply ReviewPodAdmission(std::string_view request_body, const WebhookOpti
   }
   auto kind = json::GetString(review, "kind", "AdmissionReview");
   if (!kind.ok()) return BadRequest(kind.status().message());
-  if (*kind != "AdmissionReview") return BadRequest(fmt::format("AdmissionReview.kind: \"{}\" is not AdmissionReview", *kind));
+  if (*kind != "AdmissionReview") {
+    return BadRequest(fmt::format("AdmissionReview.kind: \"{}\" is not AdmissionReview", *kind));
+  }
   auto request = json::GetObject(review, "request", "AdmissionReview");
   if (!request.ok()) return BadRequest(request.status().message());
   const Json& req = **request;
@@ -125,8 +134,9 @@ WebhookReply ReviewPodAdmission(std::string_view request_body, const WebhookOpti
   if (!sub_resource.ok()) return BadRequest(sub_resource.status().message());
 
   Json response = {{"uid", *uid}, {"allowed", true}};
-  const bool pod_create = *operation == "CREATE" && *object_kind == "Pod" && (!*group || (*group)->get<std::string>().empty()) &&
-                          (!*sub_resource || (*sub_resource)->get<std::string>().empty());
+  auto empty = [](const Json* s) { return !s || s->get<std::string>().empty(); };  // absent = ""
+  const bool pod_create =
+      *operation == "CREATE" && *object_kind == "Pod" && empty(*group) && empty(*sub_resource);
   bool patched = false;
   if (pod_create) {
     auto object = req.find("object");

@@ -32,7 +32,8 @@ Result<std::optional<WebhookServerOptions>> WebhookOptionsFromFlags(const std::s
                                                                     const std::string& scheduler_name) {
   if (addr.empty()) {
     if (!cert_file.empty() || !key_file.empty()) {
-      return InvalidArgumentError("--webhook-tls-cert/--webhook-tls-key need --webhook-addr (the webhook is off without it)");
+      return InvalidArgumentError(
+          "--webhook-tls-cert/--webhook-tls-key need --webhook-addr (the webhook is off without it)");
     }
     return std::optional<WebhookServerOptions>();
   }
@@ -50,7 +51,8 @@ Result<std::optional<WebhookServerOptions>> WebhookOptionsFromFlags(const std::s
       return InvalidArgumentError(fmt::format("{} {}: {}", flag, *file, std::strerror(errno)));
     }
   }
-  auto context = http::internal::MakeServerTlsContext({.cert_file = cert_file, .key_file = key_file, .client_ca_file = ""});
+  auto context =
+      http::internal::MakeServerTlsContext({.cert_file = cert_file, .key_file = key_file, .client_ca_file = ""});
   if (!context.ok()) {
     return InvalidArgumentError(fmt::format("--webhook-tls-cert/--webhook-tls-key: {}", context.status().message()));
   }

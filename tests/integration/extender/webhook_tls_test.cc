@@ -126,6 +126,9 @@ class WebhookTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = MakeTempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A fresh directory: a stale log would hand WaitServing the ports of an earlier run.
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
     MakeCertificate(dir_, "first");
   }
 
