@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -47,6 +49,7 @@
 #include "extender/scheduler_lease_follower.h"
 #include "extender/server.h"
 #include "extender/snapshot.h"
+#include "extender/webhook_server.h"
 #include "extender/write_budget.h"
 
 namespace {
@@ -149,7 +152,26 @@ struct Flags {
   bool standby_ready = false;
   std::string follow_scheduler_lease;  // NAMESPACE/NAME; "" = campaign on our own
   log::LogOptions log_options;
+  // The gang-gate admission webhook (extender/webhook_server.h); off without --webhook-addr.
+  std::string webhook_addr, webhook_tls_cert, webhook_tls_key;
+  std::string webhook_scheduler_name = "phalanx-scheduler";
+  std::optional<extender::WebhookServerOptions> webhook;  // validated from the four above
 };
+
+// Starts the webhook listener when configured; null when off. Failure: the message.
+Result<std::unique_ptr<extender::WebhookServer>> StartWebhook(const Flags& flags, metrics::Registry& registry,
+                                                              const std::shared_ptr<spdlog::logger>& logger) {
+  if (!flags.webhook) return std::unique_ptr<extender::WebhookServer>();
+  extender::WebhookServerOptions options = *flags.webhook;
+  options.logger = logger;
+  auto webhook = std::make_unique<extender::WebhookServer>(std::move(options), registry);
+  if (Status st = webhook->Start(); !st.ok()) {
+    return InvalidArgumentError("starting the webhook listener (--webhook-addr): " + std::string(st.message()));
+  }
+  PHX_LOG_INFO(logger, "Webhook serving", kv("webhook", fmt::format("{}:{}", flags.webhook->host, webhook->port())),
+               kv("path", std::string(extender::kWebhookPath)));
+  return webhook;
+}
 
 int RunEmbedded(ShutdownSignal& shutdown, const Flags& flags, const extender::ExtenderConfig& config,
                 const extender::ServerAddresses& addresses, const std::shared_ptr<spdlog::logger>& logger) {
@@ -178,6 +200,8 @@ int RunEmbedded(ShutdownSignal& shutdown, const Flags& flags, const extender::Ex
 
   extender::ExtenderServer server(ext, registry, addresses);
   if (Status st = server.Start(); !st.ok()) return Fail("starting HTTP servers: " + std::string(st.message()));
+  auto webhook = StartWebhook(flags, registry, logger);
+  if (!webhook.ok()) return Fail(std::string(webhook.status().message()));
   server.SetReady(true);
   PHX_LOG_INFO(logger, "Serving", kv("listen", fmt::format("{}:{}", addresses.listen_host, server.port())),
                kv("metrics", fmt::format("{}:{}", addresses.metrics_host, server.metrics_port())));
@@ -186,6 +210,7 @@ int RunEmbedded(ShutdownSignal& shutdown, const Flags& flags, const extender::Ex
   shutdown.OnShutdown([&] {
     server.SetReady(false);
     server.Shutdown();
+    if (*webhook) (*webhook)->Shutdown();
     ticker.Stop();
   });
   shutdown.Wait();
@@ -247,6 +272,8 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   extender::Extender ext(config, RealClock::Instance(), writer, leadership, flags.writers);
   extender::ExtenderServer server(ext, registry, addresses);
   if (Status st = server.Start(); !st.ok()) return Fail("starting HTTP servers: " + std::string(st.message()));
+  auto webhook = StartWebhook(flags, registry, logger);
+  if (!webhook.ok()) return Fail(std::string(webhook.status().message()));
   if (auto family = registry.AddGauge("phalanx_extender_leader",
                                       "1 while this replica is the active extender (holds the Lease and is synced).");
       family.ok()) {
@@ -384,6 +411,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
     if (elector) elector->Stop();  // releases the Lease so a standby takes over at once
     if (follower) follower->Stop();
     server.Shutdown();
+    if (*webhook) (*webhook)->Shutdown();
     sync.Stop();
     recorder.Stop();
   });
@@ -449,6 +477,14 @@ int main(int argc, char** argv) {
   app.add_option("--follow-scheduler-lease", f.follow_scheduler_lease,
                  "NAMESPACE/NAME of kube-scheduler's Lease: campaign for our Lease only while the kube-scheduler of "
                  "this pod ($POD_NAME, else hostname) holds it (scheduler replicas > 1)");
+  app.add_option("--webhook-addr", f.webhook_addr,
+                 "HOST:PORT of the gang-gate admission webhook (HTTPS, POST /mutate-pods); off when not given");
+  app.add_option("--webhook-tls-cert", f.webhook_tls_cert, "Webhook serving certificate (PEM, may hold the chain); "
+                 "re-read when the file changes");
+  app.add_option("--webhook-tls-key", f.webhook_tls_key, "Webhook private key (PEM)");
+  app.add_option("--webhook-scheduler-name", f.webhook_scheduler_name,
+                 "The webhook gates only gang pods with this spec.schedulerName")
+      ->capture_default_str();
   log::AddLogFlags(app, f.log_options);
   CLI11_PARSE(app, argc, argv);
 
@@ -470,6 +506,10 @@ int main(int argc, char** argv) {
   if (Status st = extender::ParseHostPort(f.metrics_addr, &addresses.metrics_host, &addresses.metrics_port); !st.ok()) {
     return Fail("--metrics-addr " + std::string(st.message()));
   }
+  auto webhook = extender::WebhookOptionsFromFlags(f.webhook_addr, f.webhook_tls_cert, f.webhook_tls_key,
+                                                  f.webhook_scheduler_name);
+  if (!webhook.ok()) return Fail(std::string(webhook.status().message()));
+  f.webhook = std::move(*webhook);
   if (!f.snapshot_file.empty()) return RunEmbedded(shutdown, f, config, addresses, logger);
   return RunApiServer(shutdown, f, config, addresses, logger);
 }

@@ -25,9 +25,12 @@ struct Config {
   const Rendering& (*render)();
 };
 const Rendering& RenderDefault() { return Render(); }
+// ci/nondefault-values.yaml has the webhook with cert-manager; this one the helm-made certificate.
+const Rendering& RenderWebhook() { return Render({"--set", "webhook.enabled=true"}); }
 const std::vector<Config>& Configs() {
   static const std::vector<Config> configs = {{"default values", &RenderDefault},
-                                              {"ci/nondefault-values.yaml", &RenderNonDefault}};
+                                              {"ci/nondefault-values.yaml", &RenderNonDefault},
+                                              {"webhook.enabled=true", &RenderWebhook}};
   return configs;
 }
 
@@ -129,6 +132,11 @@ const std::map<std::string, std::pair<std::string, bool>>& KnownKinds() {
       {"ServiceMonitor", {"monitoring.coreos.com/v1", true}},
       {"PrometheusRule", {"monitoring.coreos.com/v1", true}},
       {"CustomResourceDefinition", {"apiextensions.k8s.io/v1", false}},
+      // The gang-gate admission webhook (webhook.enabled) and its certificate.
+      {"MutatingWebhookConfiguration", {"admissionregistration.k8s.io/v1", false}},
+      {"Secret", {"v1", true}},
+      {"Certificate", {"cert-manager.io/v1", true}},
+      {"Issuer", {"cert-manager.io/v1", true}},
   };
   return kinds;
 }

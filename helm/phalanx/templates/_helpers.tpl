@@ -80,3 +80,10 @@ imagePullSecrets:
 - --log-format={{ .Values.global.logFormat }}
 - --v={{ .Values.global.logVerbosity }}
 {{- end -}}
+
+{{/* The gang-gate webhook's serving Secret (tls.crt, tls.key, ca.crt) and its DNS names. */}}
+{{- define "phalanx.webhook.secretName" -}}{{ include "phalanx.scheduler.fullname" . }}-webhook-tls{{- end -}}
+{{- define "phalanx.webhook.dnsNames" -}}
+{{- $svc := include "phalanx.scheduler.fullname" . -}}
+{{- list (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace) | toJson -}}
+{{- end -}}

@@ -1,0 +1,223 @@
+// The chart's gang-gate admission webhook (templates/scheduler/webhook.yaml): off by default;
+// with a helm-made certificate or with cert-manager, the MutatingWebhookConfiguration, the
+// Service, the extender's flags and the mounted Secret must agree, and the helm-made
+// certificate must be one the API server accepts and the extender loads.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/kube/config.h"
+#include "extender/webhook_server.h"
+#include "tests/chart/chart_env.h"
+#include "tests/chart/rendering.h"
+
+namespace phalanx::chart_test {
+namespace {
+
+#define ASSERT_RENDERED(r) ASSERT_TRUE((r).error.empty()) << (r).error
+
+const std::string kScheduler = std::string(kRelease) + "-scheduler";
+const std::string kServiceDns = kScheduler + "." + kNamespace + ".svc";
+const char* const kGangLabels[] = {"phalanx.io/gang", "scheduling.x-k8s.io/pod-group"};
+
+const Rendering& SelfSigned() { return Render({"--set", "webhook.enabled=true"}); }
+const Rendering& CertManager() {
+  return Render({"--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true"});
+}
+
+YAML::Node Extender(const Rendering& r) {
+  for (const auto& c : At(r.Get("Deployment", kScheduler), {"spec", "template", "spec", "containers"})) {
+    if (Str(c, {"name"}) == "phalanx-extender") return c;
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+std::string Flag(const YAML::Node& container, const std::string& name) {
+  for (const auto& a : At(container, {"args"})) {
+    const std::string s = a.as<std::string>();
+    if (s.rfind("--" + name + "=", 0) == 0) return s.substr(name.size() + 3);
+  }
+  return "";
+}
+
+std::vector<std::string> WebhookFlags(const YAML::Node& container) {
+  std::vector<std::string> out;
+  for (const auto& a : At(container, {"args"})) {
+    if (a.as<std::string>().rfind("--webhook", 0) == 0) out.push_back(a.as<std::string>());
+  }
+  return out;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::path(::testing::TempDir()) / ("phalanx-chart-webhook-" + name)).string();
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  return path;
+}
+
+std::string Decode(const std::string& b64) {
+  auto d = kube::Base64Decode(b64);
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  return d.ok() ? *d : "";
+}
+
+// What both certificate sources share: the configuration, Service port, flags and mount.
+void ExpectWiredTogether(const Rendering& r) {
+  YAML::Node mwc = r.Get("MutatingWebhookConfiguration", kScheduler + "-gang-gate");
+  ASSERT_TRUE(mwc.IsDefined()) << r.text;
+  const YAML::Node hooks = At(mwc, {"webhooks"});
+  ASSERT_EQ(hooks.size(), 2u);
+  std::set<std::string> names;
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    const YAML::Node h = hooks[i];
+    SCOPED_TRACE(Str(h, {"name"}));
+    EXPECT_TRUE(names.insert(Str(h, {"name"})).second);
+    EXPECT_EQ(At(h, {"admissionReviewVersions"}).size(), 1u);
+    EXPECT_EQ(At(h, {"admissionReviewVersions"})[0].as<std::string>(), "v1");
+    EXPECT_EQ(Str(h, {"sideEffects"}), "None");
+    EXPECT_EQ(Str(h, {"failurePolicy"}), "Ignore") << "the webhook must never block pod creation";
+    EXPECT_EQ(Str(h, {"timeoutSeconds"}), "5");
+    EXPECT_FALSE(At(h, {"matchConditions"}).IsDefined()) << "matchConditions is beta only from Kubernetes 1.28";
+    const YAML::Node expr = At(h, {"objectSelector", "matchExpressions"});
+    ASSERT_EQ(expr.size(), 1u);
+    EXPECT_EQ(Str(expr[0], {"key"}), kGangLabels[i]);
+    EXPECT_EQ(Str(expr[0], {"operator"}), "Exists");
+    const YAML::Node rules = At(h, {"rules"});
+    ASSERT_EQ(rules.size(), 1u);
+    EXPECT_EQ(At(rules[0], {"operations"}).size(), 1u);
+    EXPECT_EQ(At(rules[0], {"operations"})[0].as<std::string>(), "CREATE");
+    EXPECT_EQ(At(rules[0], {"resources"})[0].as<std::string>(), "pods");
+    EXPECT_EQ(At(rules[0], {"apiGroups"})[0].as<std::string>(), "");
+    EXPECT_EQ(Str(h, {"clientConfig", "service", "name"}), kScheduler);
+    EXPECT_EQ(Str(h, {"clientConfig", "service", "namespace"}), kNamespace);
+    EXPECT_EQ(Str(h, {"clientConfig", "service", "path"}), "/mutate-pods");
+    EXPECT_EQ(Str(h, {"clientConfig", "service", "port"}), "443");
+  }
+  // Service 443 -> the extender's `webhook` port -> --webhook-addr.
+  YAML::Node service = r.Get("Service", kScheduler);
+  std::string target;
+  for (const auto& p : At(service, {"spec", "ports"})) {
+    if (Str(p, {"port"}) == "443") target = Str(p, {"targetPort"});
+  }
+  ASSERT_EQ(target, "webhook");
+  const YAML::Node ext = Extender(r);
+  std::string container_port;
+  for (const auto& p : At(ext, {"ports"})) {
+    if (Str(p, {"name"}) == target) container_port = Str(p, {"containerPort"});
+  }
+  EXPECT_EQ(Flag(ext, "webhook-addr"), ":" + container_port);
+  EXPECT_EQ(Flag(ext, "webhook-scheduler-name"), "phalanx-scheduler");
+  // The cert and key flags point into the mounted webhook Secret.
+  std::string mount;
+  for (const auto& m : At(ext, {"volumeMounts"})) {
+    if (Str(m, {"name"}) == "webhook-tls") mount = Str(m, {"mountPath"});
+  }
+  ASSERT_FALSE(mount.empty());
+  EXPECT_EQ(Flag(ext, "webhook-tls-cert"), mount + "/tls.crt");
+  EXPECT_EQ(Flag(ext, "webhook-tls-key"), mount + "/tls.key");
+  std::string secret;
+  for (const auto& v : At(r.Get("Deployment", kScheduler), {"spec", "template", "spec", "volumes"})) {
+    if (Str(v, {"name"}) == "webhook-tls") secret = Str(v, {"secret", "secretName"});
+  }
+  EXPECT_EQ(secret, kScheduler + "-webhook-tls");
+}
+
+TEST(WebhookChartTest, OffByDefault) {
+  for (const Rendering* r : {&Render(), &Render({"--set", "webhook.certManager.enabled=true"})}) {
+    ASSERT_RENDERED(*r);
+    EXPECT_TRUE(r->OfKind("MutatingWebhookConfiguration").empty());
+    EXPECT_TRUE(r->OfKind("Secret").empty());
+    EXPECT_TRUE(r->OfKind("Certificate").empty());
+    EXPECT_TRUE(WebhookFlags(Extender(*r)).empty());
+    EXPECT_EQ(r->text.find("webhook-tls"), std::string::npos);
+    for (const auto& p : At(r->Get("Service", kScheduler), {"spec", "ports"})) EXPECT_NE(Str(p, {"port"}), "443");
+  }
+}
+
+TEST(WebhookChartTest, HelmMadeCertificateIsTrustedByTheCaBundleAndLoadsInTheExtender) {
+  const Rendering& r = SelfSigned();
+  ASSERT_RENDERED(r);
+  ExpectWiredTogether(r);
+  EXPECT_TRUE(r.OfKind("Certificate").empty());
+  YAML::Node secret = r.Get("Secret", kScheduler + "-webhook-tls");
+  ASSERT_TRUE(secret.IsDefined());
+  EXPECT_EQ(Str(secret, {"type"}), "kubernetes.io/tls");
+  YAML::Node mwc = r.Get("MutatingWebhookConfiguration", kScheduler + "-gang-gate");
+  EXPECT_FALSE(At(mwc, {"metadata", "annotations", "cert-manager.io/inject-ca-from"}).IsDefined());
+  const std::string ca_bundle = Str(At(mwc, {"webhooks"})[0], {"clientConfig", "caBundle"});
+  EXPECT_EQ(Str(At(mwc, {"webhooks"})[1], {"clientConfig", "caBundle"}), ca_bundle);
+  EXPECT_EQ(ca_bundle, Str(secret, {"data", "ca.crt"}));
+
+  const std::string ca = WriteTemp("ca.crt", Decode(ca_bundle));
+  const std::string crt = WriteTemp("tls.crt", Decode(Str(secret, {"data", "tls.crt"})));
+  const std::string key = WriteTemp("tls.key", Decode(Str(secret, {"data", "tls.key"})));
+  // The API server dials <service>.<namespace>.svc and checks the name against the SANs.
+  CommandResult verify = RunCommand({"openssl", "verify", "-CAfile", ca, "-verify_hostname", kServiceDns, crt});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  CommandResult wrong = RunCommand({"openssl", "verify", "-CAfile", ca, "-verify_hostname", "evil.example.com", crt});
+  EXPECT_NE(wrong.exit_code, 0) << "the hostname check is not effective";
+  // The pair loads the way the extender loads its flags.
+  auto options = extender::WebhookOptionsFromFlags(":9443", crt, key, "phalanx-scheduler");
+  EXPECT_TRUE(options.ok()) << options.status().message();
+}
+
+TEST(WebhookChartTest, CertManagerIssuesTheCertificateAndInjectsTheCa) {
+  const Rendering& r = CertManager();
+  ASSERT_RENDERED(r);
+  ExpectWiredTogether(r);
+  EXPECT_TRUE(r.OfKind("Secret").empty()) << "cert-manager writes the Secret";
+  YAML::Node cert = r.Get("Certificate", kScheduler + "-webhook");
+  ASSERT_TRUE(cert.IsDefined()) << r.text;
+  EXPECT_EQ(Str(cert, {"metadata", "namespace"}), kNamespace);
+  EXPECT_EQ(Str(cert, {"spec", "secretName"}), kScheduler + "-webhook-tls");
+  std::set<std::string> dns;
+  for (const auto& d : At(cert, {"spec", "dnsNames"})) dns.insert(d.as<std::string>());
+  EXPECT_TRUE(dns.count(kServiceDns));
+  const std::string issuer = Str(cert, {"spec", "issuerRef", "name"});
+  YAML::Node iss = r.Get("Issuer", issuer);
+  ASSERT_TRUE(iss.IsDefined()) << "issuerRef " << issuer << " not rendered";
+  EXPECT_TRUE(At(iss, {"spec", "selfSigned"}).IsMap());
+  YAML::Node mwc = r.Get("MutatingWebhookConfiguration", kScheduler + "-gang-gate");
+  EXPECT_EQ(Str(mwc, {"metadata", "annotations", "cert-manager.io/inject-ca-from"}),
+            std::string(kNamespace) + "/" + kScheduler + "-webhook");
+  for (const auto& h : At(mwc, {"webhooks"})) {
+    EXPECT_FALSE(At(h, {"clientConfig", "caBundle"}).IsDefined()) << "cainjector fills it";
+  }
+
+  const Rendering& own = Render({"--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true", "--set",
+                                 "webhook.certManager.issuerRef.kind=ClusterIssuer", "--set",
+                                 "webhook.certManager.issuerRef.name=corp-ca"});
+  ASSERT_RENDERED(own);
+  EXPECT_TRUE(own.OfKind("Issuer").empty());
+  YAML::Node ref = At(own.Get("Certificate", kScheduler + "-webhook"), {"spec", "issuerRef"});
+  EXPECT_EQ(Str(ref, {"name"}), "corp-ca");
+  EXPECT_EQ(Str(ref, {"kind"}), "ClusterIssuer");
+  EXPECT_EQ(Str(ref, {"group"}), "cert-manager.io");
+}
+
+TEST(WebhookChartTest, RendersForTheOldestSupportedKubernetes) {
+  const HelmLocation& helm = Helm();
+  ASSERT_TRUE(helm.error.empty()) << helm.error;
+  CommandResult r = RunCommand({helm.path, "template", kRelease, SourceDir() + "/helm/phalanx", "-n", kNamespace,
+                                "--kube-version", "1.27.0", "--set", "webhook.enabled=true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("admissionregistration.k8s.io/v1\n"), std::string::npos);
+}
+
+TEST(WebhookChartTest, InvalidWebhookValuesAreRejected) {
+  const HelmLocation& helm = Helm();
+  ASSERT_TRUE(helm.error.empty()) << helm.error;
+  struct Case { const char* set; const char* message; };
+  for (const auto& c : {Case{"webhook.timeoutSeconds=60", "timeoutSeconds"}, Case{"webhook.port=0", "port"},
+                        Case{"webhook.certManager.issuerRef.kind=Vault", "kind"},
+                        Case{"webhook.enable=true", "enable"}}) {
+    SCOPED_TRACE(c.set);
+    CommandResult r = RunCommand({helm.path, "template", kRelease, SourceDir() + "/helm/phalanx", "--set", c.set});
+    EXPECT_NE(r.exit_code, 0) << "accepted " << c.set;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::chart_test
