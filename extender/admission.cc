@@ -266,6 +266,8 @@ scheduling::GangRequest Extender::EngineRequestOf(const GangRecord& g, int membe
       r.job = rec->info.ns + "/" + rec->info.training_job;
       const TrainingJobInfo* tj = ledger_.FindTrainingJob(r.job);
       r.checkpoints = tj && tj->notice_seconds_needed > 0;
+      // Its deadline is an upper bound of its run: a safe expected end for backfill.
+      if (tj && tj->active_deadline_seconds > 0) r.duration_hint_s = tj->active_deadline_seconds;
     }
   }
   return r;

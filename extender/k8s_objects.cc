@@ -297,6 +297,14 @@ Result<TrainingJobInfo> ParseTrainingJob(const Json& job) {
   info.name = StringOr(*meta, "name");
   if (info.name.empty()) return InvalidArgumentError("TrainingJob.metadata.name: missing");
   info.preempt_request = StringField(Child(*meta, "annotations"), kPreemptRequestAnnotation).value_or("");
+  // runPolicy.activeDeadlineSeconds bounds the run: the scheduling engine's duration hint.
+  if (const Json* spec = Child(job, "spec")) {
+    if (const Json* run = Child(*spec, "runPolicy"); run && run->is_object()) {
+      if (const Json* v = Child(*run, "activeDeadlineSeconds"); v && v->is_number() && v->get<double>() > 0) {
+        info.active_deadline_seconds = v->get<double>();
+      }
+    }
+  }
   if (const Json* status = Child(job, "status")) {
     if (const Json* cost = Child(*status, "preemptionCost"); cost && cost->is_object()) {
       if (const Json* v = Child(*cost, "gpuSecondsAtRisk"); v && v->is_number()) {

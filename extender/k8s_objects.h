@@ -108,6 +108,7 @@ struct TrainingJobInfo {
   double gpu_seconds_at_risk = 0;
   double notice_seconds_needed = 0;
   std::string preempt_request;  // current annotation value, "" if none
+  double active_deadline_seconds = 0;  // spec.runPolicy.activeDeadlineSeconds; 0 = none
   std::string Key() const { return ns + "/" + name; }
 };
 

@@ -180,3 +180,29 @@ TEST(ConfigSchedulingTest, TheSchedulingSectionIsTheEnginesPolicyAndBadValuesNam
 
 }  // namespace
 }  // namespace phalanx::extender
+
+namespace phalanx::extender {
+namespace {
+
+TEST(ObjectsTest, TrainingJobCarriesItsCostNoticeAndDeadline) {
+  auto doc = json::Parse(R"({"apiVersion":"phalanx.io/v1alpha1","kind":"TrainingJob",
+    "metadata":{"namespace":"ml","name":"llama","annotations":{"phalanx.io/preempt-request":"{}"}},
+    "spec":{"replicas":4,"runPolicy":{"activeDeadlineSeconds":7200}},
+    "status":{"preemptionCost":{"gpuSecondsAtRisk":960,"noticeSecondsNeeded":45}}})");
+  ASSERT_TRUE(doc.ok());
+  auto tj = ParseTrainingJob(*doc);
+  ASSERT_TRUE(tj.ok()) << tj.status();
+  EXPECT_EQ(tj->Key(), "ml/llama");
+  EXPECT_DOUBLE_EQ(tj->gpu_seconds_at_risk, 960);
+  EXPECT_DOUBLE_EQ(tj->notice_seconds_needed, 45);
+  EXPECT_DOUBLE_EQ(tj->active_deadline_seconds, 7200);
+  EXPECT_EQ(tj->preempt_request, "{}");
+  auto bare = json::Parse(R"({"metadata":{"name":"x"},"spec":{"runPolicy":{"activeDeadlineSeconds":"soon"}}})");
+  ASSERT_TRUE(bare.ok());
+  auto none = ParseTrainingJob(*bare);
+  ASSERT_TRUE(none.ok());
+  EXPECT_DOUBLE_EQ(none->active_deadline_seconds, 0);  // not a number: no hint
+}
+
+}  // namespace
+}  // namespace phalanx::extender
