@@ -291,6 +291,7 @@ Result<NodeRemoval> ClusterState::RemoveNode(const NodeName& name) {
   for (const PodAllocation* p : nodes_[static_cast<size_t>(i)].pods) removal.pods.push_back(p->pod);
   for (const PodUid& pod : removal.pods) pods_.erase(pod);
   nodes_[static_cast<size_t>(i)].pods.clear();
+  Retier(nodes_[static_cast<size_t>(i)]);
   nodes_[static_cast<size_t>(i)].allocated = nodes_[static_cast<size_t>(i)].shared = 0;
   nodes_[static_cast<size_t>(i)].share_milli.fill(0);
   for (const auto& [key, r] : plans_) {

@@ -35,12 +35,26 @@ struct LowerTier {
 
 LowerTier LowerTierHoldings(const NodeState& n, int priority) {
   LowerTier out;
+  if (priority <= n.lowest_priority) return out;  // no holder is of a lower tier: skip the walk
   for (const PodAllocation* p : n.pods) {
     if (p->priority >= priority) continue;
     if (p->milli >= kMilliPerGpu) out.whole |= p->gpus & WholeGpus(n.spec);
     else out.share_milli[static_cast<size_t>(std::countr_zero(p->gpus))] += p->milli;
   }
   return out;
+}
+
+// Healthy GPUs preemption of strictly lower-priority pods would free: whole GPUs of such
+// pods, and shared GPUs whose every share is of such pods. From the node's holder tiers,
+// O(tiers below `priority`), not a walk of its pods: a full cluster sends every node here.
+GpuMask LowerTierGpus(const NodeState& n, int priority) {
+  if (priority <= n.lowest_priority) return 0;
+  GpuMask gpus = 0;
+  for (const HolderTier& t : n.tiers) {
+    if (t.priority >= priority) break;
+    gpus |= t.gpus;
+  }
+  return gpus & WholeGpus(n.spec);
 }
 
 // Best-fitting GPU for a share: the one with the least free milli that still fits.
@@ -119,17 +133,7 @@ Feasibility CheckFeasibility(const ClusterState& s, NodeIndex node, const PodReq
   const GpuMask own = OwnReserved(s, node, r);
   f.free = std::popcount(n.free | own);
   if (f.free >= r.gpus) return f;
-  const LowerTier lower = LowerTierHoldings(n, r.priority);
-  GpuMask preemptible = lower.whole;
-  for (int g = 0; g < n.spec.gpu_count; ++g) {
-    const GpuMask bit = GpuMask{1} << g;
-    // A shared GPU comes free only if every share on it is of a lower tier.
-    if ((n.shared & bit) && (WholeGpus(n.spec) & bit) &&
-        lower.share_milli[static_cast<size_t>(g)] == n.share_milli[static_cast<size_t>(g)]) {
-      preemptible |= bit;
-    }
-  }
-  f.preemptible = std::popcount(preemptible);
+  f.preemptible = std::popcount(LowerTierGpus(n, r.priority));
   f.reserved = std::popcount(n.reserved & WholeGpus(n.spec) & ~own);
   if (f.free + f.preemptible >= r.gpus) f.reason = UnfitReason::kInUseByLowerTiers;
   else if (f.reserved > 0 && f.free + f.preemptible + f.reserved >= r.gpus) f.reason = UnfitReason::kReservedByPlans;
