@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -20,19 +21,19 @@ const placement::MigNode& EmptyMigNode() {
 struct Verdict {
   bool fits = false;
   bool resolvable = false;
-  const std::string* why = nullptr;
+  const FailReason* why = nullptr;
 };
 
 // Most failing nodes share a handful of messages (a full cluster fails every node for the
 // same one): each distinct message is formatted once per request.
 class Messages {
  public:
-  const std::string& Fixed(std::string_view text) { return Find(Key{-1, 0, 0, 0, false}, text, [&] { return std::string(text); }); }
-  const std::string& Pool(std::string_view node_pool, std::string_view selector) {
+  const FailReason& Fixed(std::string_view text) { return Find(Key{-1, 0, 0, 0, false}, text, [&] { return std::string(text); }); }
+  const FailReason& Pool(std::string_view node_pool, std::string_view selector) {
     return Find(Key{-2, 0, 0, 0, false}, node_pool,
                 [&] { return fmt::format("node's GPU product is \"{}\", pod selects \"{}\"", node_pool, selector); });
   }
-  const std::string& Fit(const placement::MigFeasibility& f, bool higher) {
+  const FailReason& Fit(const placement::MigFeasibility& f, bool higher) {
     return Find(Key{static_cast<int>(f.reason), f.requested, f.free, f.total, higher}, {}, [&] {
       return higher ? f.Message() + " by pods of equal or higher priority" : f.Message();
     });
@@ -46,16 +47,16 @@ class Messages {
     bool operator==(const Key&) const = default;
   };
   template <class Format>
-  const std::string& Find(const Key& key, std::string_view text, const Format& format) {
+  const FailReason& Find(const Key& key, std::string_view text, const Format& format) {
     for (const Entry& e : entries_)
       if (e.key == key && e.text == text) return *e.message;
-    entries_.push_back({key, std::string(text), std::make_unique<std::string>(format())});
+    entries_.push_back({key, std::string(text), std::make_unique<FailReason>(format())});
     return *entries_.back().message;
   }
   struct Entry {
     Key key;
     std::string text;
-    std::unique_ptr<std::string> message;  // stable address while entries_ grows
+    std::unique_ptr<FailReason> message;  // stable address while entries_ grows
   };
   std::vector<Entry> entries_;
 };
@@ -96,14 +97,14 @@ FilterResult FilterMig(const Ledger& ledger, const FilterArgs& args) {
   FilterResult r;
   r.full_nodes = args.full_nodes;
   auto request = SingleMigRequest(args.pod.mig);
-  std::string unsupported;
-  if (!request.ok()) unsupported = std::string(request.status().message());
-  else if (args.pod.gpus > 0) unsupported = "pod requests both nvidia.com/gpu and MIG devices; phalanx schedules one kind per pod";
+  std::optional<FailReason> unsupported;
+  if (!request.ok()) unsupported = FailReason(std::string(request.status().message()));
+  else if (args.pod.gpus > 0) unsupported = FailReason("pod requests both nvidia.com/gpu and MIG devices; phalanx schedules one kind per pod");
   Messages messages;
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     const std::string_view name = args.node_names[i];
-    if (!unsupported.empty()) {
-      r.unresolvable.emplace_back(name, unsupported);
+    if (unsupported) {
+      r.unresolvable.emplace_back(name, *unsupported);
       continue;
     }
     const Verdict v = Judge(ledger, name, args.pod, **request, messages);
