@@ -106,6 +106,7 @@ FilterResult Extender::Filter(const FilterArgs& args) {
     return g;
   }
   const placement::PodRequest request = RequestOf(args.pod);
+  r.passed.reserve(args.node_names.size());  // most pass on a cluster with room: no regrowth
   std::shared_lock lock(mu_);
   const auto& state = ledger_.state();
   // Most failing nodes share a handful of reasons: format each distinct one once and share
@@ -114,7 +115,7 @@ FilterResult Extender::Filter(const FilterArgs& args) {
   std::optional<FailReason> unknown;
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     const std::string_view name = args.node_names[i];
-    auto idx = state.FindNode(NodeName(name));
+    auto idx = state.FindNode(name);
     if (!idx) {
       if (!unknown) unknown = FailReason("node has no GPUs known to phalanx (no nvidia.com/gpu, or not yet synced)");
       r.unresolvable.emplace_back(name, *unknown);
@@ -131,7 +132,9 @@ FilterResult Extender::Filter(const FilterArgs& args) {
       messages.emplace_back(key, placement::FormatFeasibility(f, kGpuResource));
       it = messages.end() - 1;
     }
-    (f.resolvable_by_preemption() ? r.failed : r.unresolvable).emplace_back(name, it->second);
+    auto& out = f.resolvable_by_preemption() ? r.failed : r.unresolvable;
+    if (out.empty()) out.reserve(args.node_names.size() - i);  // a full cluster fails them all: no regrowth
+    out.emplace_back(name, it->second);
   }
   lock.unlock();
   if (r.passed.empty()) RecordFilterSummary(args.pod, r);
@@ -219,7 +222,7 @@ std::vector<HostScore> Extender::Prioritize(const FilterArgs& args) {
   const placement::PodRequest request = RequestOf(args.pod);
   for (std::string_view n : args.node_names) {
     int score = 0;
-    if (auto idx = state.FindNode(NodeName(n))) {
+    if (auto idx = state.FindNode(n)) {
       auto s = placement::ScoreNode(state, *idx, request, config_.weights);
       if (s.ok()) score = std::clamp(s->Rounded(), 0, 10);
     }

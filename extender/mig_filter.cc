@@ -64,7 +64,7 @@ class Messages {
 Verdict Judge(const Ledger& ledger, std::string_view name, const PodInfo& pod, const placement::MigRequest& req,
               Messages& messages) {
   const placement::ClusterState& state = ledger.state();
-  auto idx = state.FindNode(NodeName(name));
+  auto idx = state.FindNode(name);
   if (!idx) return {false, false, &messages.Fixed("node has no GPUs known to phalanx (no GPU topology, or not yet synced)")};
   const placement::NodeSpec& spec = state.node(*idx).spec;
   if (!pod.pool_selector.empty() && spec.pool != pod.pool_selector)

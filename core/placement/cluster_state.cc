@@ -317,7 +317,11 @@ Result<NodeRemoval> ClusterState::RemoveNode(const NodeName& name) {
 }
 
 std::optional<NodeIndex> ClusterState::FindNode(const NodeName& name) const {
-  return name_index_.FindWith(name.str(), [this](int32_t i) -> std::string_view {
+  return FindNode(std::string_view(name.str()));
+}
+
+std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {
+  return name_index_.FindWith(name, [this](int32_t i) -> std::string_view {
     return nodes_[static_cast<size_t>(i)].spec.name.str();
   });
 }

@@ -205,6 +205,9 @@ class ClusterState {
   Result<NodeRemoval> RemoveNode(const NodeName& name);
 
   std::optional<NodeIndex> FindNode(const NodeName& name) const;
+  // Without building a NodeName (a string copy, an allocation for names over 15 bytes): the
+  // extender resolves up to 5,000 request names per filter or prioritize.
+  std::optional<NodeIndex> FindNode(std::string_view name) const;
   // Valid for indexes returned by FindNode/AddNode/Nodes and not removed since.
   const NodeState& node(NodeIndex index) const { return nodes_[static_cast<size_t>(index)]; }
   // Every live node, in no particular order.

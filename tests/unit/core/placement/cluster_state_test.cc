@@ -80,6 +80,21 @@ TEST(ClusterStateTest, HolderTiersFollowEveryChangeOfHoldings) {
   EXPECT_TRUE(s.CheckInvariantsForTest().ok());
 }
 
+TEST(ClusterStateTest, FindNodeByViewMatchesFindNodeByName) {
+  ClusterState s = TwoNodes();
+  const std::string long_name = "gke-training-pool-a100-80gb-7f9c2d1e-xk2p";  // past the short-string buffer
+  ASSERT_TRUE(s.AddNode(MakeNode(long_name).Gpus(4).Build()).ok());
+  for (const std::string& name : {std::string("n1"), std::string("n2"), long_name}) {
+    ASSERT_TRUE(s.FindNode(std::string_view(name)).has_value()) << name;
+    EXPECT_EQ(s.FindNode(std::string_view(name)), s.FindNode(NodeName(name)));
+    EXPECT_EQ(s.node(*s.FindNode(std::string_view(name))).spec.name.str(), name);
+  }
+  EXPECT_FALSE(s.FindNode(std::string_view("n3")).has_value());
+  EXPECT_FALSE(s.FindNode(std::string_view(long_name).substr(0, 20)).has_value());
+  ASSERT_TRUE(s.RemoveNode(NodeName("n1")).ok());
+  EXPECT_FALSE(s.FindNode(std::string_view("n1")).has_value());
+}
+
 TEST(ClusterStateTest, RejectsDuplicateAndMalformedNodes) {
   ClusterState s = TwoNodes();
   EXPECT_EQ(s.AddNode(MakeNode("n1").Build()).status().code(), StatusCode::kAlreadyExists);
