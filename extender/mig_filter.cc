@@ -28,7 +28,9 @@ struct Verdict {
 // same one): each distinct message is formatted once per request.
 class Messages {
  public:
-  const FailReason& Fixed(std::string_view text) { return Find(Key{-1, 0, 0, 0, false}, text, [&] { return std::string(text); }); }
+  const FailReason& Fixed(std::string_view text) {
+    return Find(Key{-1, 0, 0, 0, false}, text, [&] { return std::string(text); });
+  }
   const FailReason& Pool(std::string_view node_pool, std::string_view selector) {
     return Find(Key{-2, 0, 0, 0, false}, node_pool,
                 [&] { return fmt::format("node's GPU product is \"{}\", pod selects \"{}\"", node_pool, selector); });
@@ -65,7 +67,9 @@ Verdict Judge(const Ledger& ledger, std::string_view name, const PodInfo& pod, c
               Messages& messages) {
   const placement::ClusterState& state = ledger.state();
   auto idx = state.FindNode(name);
-  if (!idx) return {false, false, &messages.Fixed("node has no GPUs known to phalanx (no GPU topology, or not yet synced)")};
+  if (!idx) {
+    return {false, false, &messages.Fixed("node has no GPUs known to phalanx (no GPU topology, or not yet synced)")};
+  }
   const placement::NodeSpec& spec = state.node(*idx).spec;
   if (!pod.pool_selector.empty() && spec.pool != pod.pool_selector)
     return {false, false, &messages.Pool(spec.pool, pod.pool_selector)};
@@ -98,8 +102,11 @@ FilterResult FilterMig(const Ledger& ledger, const FilterArgs& args) {
   r.full_nodes = args.full_nodes;
   auto request = SingleMigRequest(args.pod.mig);
   std::optional<FailReason> unsupported;
-  if (!request.ok()) unsupported = FailReason(std::string(request.status().message()));
-  else if (args.pod.gpus > 0) unsupported = FailReason("pod requests both nvidia.com/gpu and MIG devices; phalanx schedules one kind per pod");
+  if (!request.ok()) {
+    unsupported = FailReason(std::string(request.status().message()));
+  } else if (args.pod.gpus > 0) {
+    unsupported = FailReason("pod requests both nvidia.com/gpu and MIG devices; phalanx schedules one kind per pod");
+  }
   Messages messages;
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     const std::string_view name = args.node_names[i];

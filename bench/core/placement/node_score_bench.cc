@@ -71,7 +71,11 @@ void BM_FeasibilityFullCluster(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
-BENCHMARK(BM_FeasibilityFullCluster)->Args({5000, 0})->Args({5000, 50})->Args({5000, 1000})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FeasibilityFullCluster)
+    ->Args({5000, 0})
+    ->Args({5000, 50})
+    ->Args({5000, 1000})
+    ->Unit(benchmark::kMicrosecond);
 
 // The simulator's per-pod decision for non-gang pods.
 void BM_PickBestNode(benchmark::State& state) {
