@@ -2,9 +2,12 @@
 // gang members are pinned to their planned node.
 #include "extender/extender.h"
 
-#include <array>
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -18,6 +21,25 @@ using namespace internal;  // NOLINT: this component's own helpers
 
 // --- filter --------------------------------------------------------------------------------
 
+namespace {
+
+// Everything FormatFeasibility reads, packed: compared once per failing node, so three word
+// compares rather than a memcmp call. Node counts are 0..kMilliPerGpu, within 16 bits;
+// `requested` is the same for every node of one request, so truncating it cannot merge two.
+struct ReasonKey {
+  uint64_t a = 0, b = 0, c = 0;
+  bool operator==(const ReasonKey& o) const { return a == o.a && b == o.b && c == o.c; }
+};
+
+ReasonKey ReasonKeyOf(const placement::Feasibility& f, placement::PoolId pool) {
+  auto u16 = [](int v) { return static_cast<uint64_t>(static_cast<uint16_t>(v)); };
+  return {u16(static_cast<int>(f.reason)) | u16(f.requested) << 16 | u16(f.free) << 32 | u16(f.preemptible) << 48,
+          u16(f.reserved) | u16(f.healthy) << 16 | u16(f.capacity) << 32,
+          static_cast<uint64_t>(static_cast<uint32_t>(pool))};
+}
+
+}  // namespace
+
 void Extender::RememberPod(const PodInfo& pod) {
   std::lock_guard lock(summaries_mu_);
   if (seen_pods_.size() >= kMaxRememberedPods) seen_pods_.clear();
@@ -25,9 +47,17 @@ void Extender::RememberPod(const PodInfo& pod) {
 }
 
 void Extender::RecordFilterSummary(const PodInfo& pod, const FilterResult& r) {
+  // Count by shared reason first (a handful for thousands of nodes), then order by text.
+  std::vector<std::pair<FailReason, int>> by_id;
+  for (const auto* entries : {&r.failed, &r.unresolvable}) {
+    for (const auto& [node, why] : *entries) {
+      auto it = std::find_if(by_id.begin(), by_id.end(), [&](const auto& e) { return e.first.id() == why.id(); });
+      if (it == by_id.end()) by_id.emplace_back(why, 1);
+      else ++it->second;
+    }
+  }
   std::map<std::string_view, int> reasons;
-  for (const auto& [node, why] : r.failed) reasons[why]++;
-  for (const auto& [node, why] : r.unresolvable) reasons[why]++;
+  for (const auto& [why, count] : by_id) reasons[why.str()] += count;
   std::string text = fmt::format("last filter: {} of {} candidate nodes fit", r.passed.size(),
                                  r.passed.size() + r.failed.size() + r.unresolvable.size());
   int shown = 0;
@@ -76,15 +106,19 @@ FilterResult Extender::Filter(const FilterArgs& args) {
     return g;
   }
   const placement::PodRequest request = RequestOf(args.pod);
+  r.passed.reserve(args.node_names.size());  // most pass on a cluster with room: no regrowth
   std::shared_lock lock(mu_);
   const auto& state = ledger_.state();
-  // Most failing nodes share a handful of reasons: format each distinct one once.
-  std::map<std::array<int, 8>, std::string> messages;
+  // Most failing nodes share a handful of reasons: format each distinct one once and share
+  // it (FailReason), so a full cluster costs a lookup per node, not a string.
+  std::vector<std::pair<ReasonKey, FailReason>> messages;
+  std::optional<FailReason> unknown;
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     const std::string_view name = args.node_names[i];
-    auto idx = state.FindNode(NodeName(name));
+    auto idx = state.FindNode(name);
     if (!idx) {
-      r.unresolvable.emplace_back(name, "node has no GPUs known to phalanx (no nvidia.com/gpu, or not yet synced)");
+      if (!unknown) unknown = FailReason("node has no GPUs known to phalanx (no nvidia.com/gpu, or not yet synced)");
+      r.unresolvable.emplace_back(name, *unknown);
       continue;
     }
     const placement::Feasibility f = placement::CheckFeasibility(state, *idx, request);
@@ -92,11 +126,15 @@ FilterResult Extender::Filter(const FilterArgs& args) {
       pass(i);
       continue;
     }
-    const std::array<int, 8> key = {static_cast<int>(f.reason), f.requested, f.free, f.preemptible,
-                                    f.reserved, f.healthy, f.capacity, state.node(*idx).pool};
-    auto [it, fresh] = messages.try_emplace(key);
-    if (fresh) it->second = placement::FormatFeasibility(f, kGpuResource);
-    (f.resolvable_by_preemption() ? r.failed : r.unresolvable).emplace_back(name, it->second);
+    const ReasonKey key = ReasonKeyOf(f, state.node(*idx).pool);
+    auto it = std::find_if(messages.begin(), messages.end(), [&](const auto& m) { return m.first == key; });
+    if (it == messages.end()) {
+      messages.emplace_back(key, placement::FormatFeasibility(f, kGpuResource));
+      it = messages.end() - 1;
+    }
+    auto& out = f.resolvable_by_preemption() ? r.failed : r.unresolvable;
+    if (out.empty()) out.reserve(args.node_names.size() - i);  // a full cluster fails them all: no regrowth
+    out.emplace_back(name, it->second);
   }
   lock.unlock();
   if (r.passed.empty()) RecordFilterSummary(args.pod, r);
@@ -112,14 +150,15 @@ FilterResult Extender::FilterGang(const FilterArgs& args) {
   std::unique_lock lock(mu_);
   if (!ledger_.FindPod(pod.uid)) ledger_.UpsertPod(pod, now);  // embedded mode: learn it here
   GangRecord* g = ledger_.MutableGang(key);
-  auto fail_all = [&](const std::string& why, bool resolvable) {
+  auto fail_all = [&](std::string text, bool resolvable) {
+    const FailReason why(std::move(text));
     for (std::string_view n : args.node_names) (resolvable ? r.failed : r.unresolvable).emplace_back(n, why);
     return r;
   };
   if (!g) return fail_all(fmt::format("pod {} is not a live member of gang {}", pod.Key(), key.str()), false);
   if (const PodRecord* rec = ledger_.FindPod(pod.uid); rec && IsCommittedUnbound(*rec)) {
     // Committed (devices annotated) but its Binding failed: only its node, whatever the plan.
-    const std::string why = fmt::format("gang {}: pod {} is committed to node {}", key.str(), pod.Key(), rec->node.str());
+    const FailReason why(fmt::format("gang {}: pod {} is committed to node {}", key.str(), pod.Key(), rec->node.str()));
     for (size_t i = 0; i < args.node_names.size(); ++i) {
       if (args.node_names[i] == rec->node.str()) {
         r.passed.push_back(args.node_names[i]);
@@ -145,7 +184,7 @@ FilterResult Extender::FilterGang(const FilterArgs& args) {
     return fail_all(fmt::format("gang {}: every planned member slot is taken by other pods", key.str()), false);
   }
   const std::string& planned = g->plan->members[static_cast<size_t>(*ordinal)].node.str();
-  const std::string why = fmt::format("gang {} member {} is planned on node {}", key.str(), *ordinal, planned);
+  const FailReason why(fmt::format("gang {} member {} is planned on node {}", key.str(), *ordinal, planned));
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     if (args.node_names[i] == planned) {
       r.passed.push_back(args.node_names[i]);
@@ -183,7 +222,7 @@ std::vector<HostScore> Extender::Prioritize(const FilterArgs& args) {
   const placement::PodRequest request = RequestOf(args.pod);
   for (std::string_view n : args.node_names) {
     int score = 0;
-    if (auto idx = state.FindNode(NodeName(n))) {
+    if (auto idx = state.FindNode(n)) {
       auto s = placement::ScoreNode(state, *idx, request, config_.weights);
       if (s.ok()) score = std::clamp(s->Rounded(), 0, 10);
     }

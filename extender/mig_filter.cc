@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <memory>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -19,31 +21,76 @@ const placement::MigNode& EmptyMigNode() {
 struct Verdict {
   bool fits = false;
   bool resolvable = false;
-  std::string why;
+  const FailReason* why = nullptr;
 };
 
-Verdict Judge(const Ledger& ledger, std::string_view name, const PodInfo& pod, const placement::MigRequest& req) {
+// Most failing nodes share a handful of messages (a full cluster fails every node for the
+// same one): each distinct message is formatted once per request.
+class Messages {
+ public:
+  const FailReason& Fixed(std::string_view text) {
+    return Find(Key{-1, 0, 0, 0, false}, text, [&] { return std::string(text); });
+  }
+  const FailReason& Pool(std::string_view node_pool, std::string_view selector) {
+    return Find(Key{-2, 0, 0, 0, false}, node_pool,
+                [&] { return fmt::format("node's GPU product is \"{}\", pod selects \"{}\"", node_pool, selector); });
+  }
+  const FailReason& Fit(const placement::MigFeasibility& f, bool higher) {
+    return Find(Key{static_cast<int>(f.reason), f.requested, f.free, f.total, higher}, {}, [&] {
+      return higher ? f.Message() + " by pods of equal or higher priority" : f.Message();
+    });
+  }
+
+ private:
+  struct Key {
+    int kind;
+    int requested, free, total;
+    bool higher;
+    bool operator==(const Key&) const = default;
+  };
+  template <class Format>
+  const FailReason& Find(const Key& key, std::string_view text, const Format& format) {
+    for (const Entry& e : entries_)
+      if (e.key == key && e.text == text) return *e.message;
+    entries_.push_back({key, std::string(text), std::make_unique<FailReason>(format())});
+    return *entries_.back().message;
+  }
+  struct Entry {
+    Key key;
+    std::string text;
+    std::unique_ptr<FailReason> message;  // stable address while entries_ grows
+  };
+  std::vector<Entry> entries_;
+};
+
+Verdict Judge(const Ledger& ledger, std::string_view name, const PodInfo& pod, const placement::MigRequest& req,
+              Messages& messages) {
   const placement::ClusterState& state = ledger.state();
-  auto idx = state.FindNode(NodeName(name));
-  if (!idx) return {false, false, "node has no GPUs known to phalanx (no GPU topology, or not yet synced)"};
+  auto idx = state.FindNode(name);
+  if (!idx) {
+    return {false, false, &messages.Fixed("node has no GPUs known to phalanx (no GPU topology, or not yet synced)")};
+  }
   const placement::NodeSpec& spec = state.node(*idx).spec;
   if (!pod.pool_selector.empty() && spec.pool != pod.pool_selector)
-    return {false, false, fmt::format("node's GPU product is \"{}\", pod selects \"{}\"", spec.pool, pod.pool_selector)};
-  if (!spec.schedulable) return {false, false, "node is cordoned or not ready"};
-  const placement::MigNode* found = ledger.mig().Find(NodeName(name));
+    return {false, false, &messages.Pool(spec.pool, pod.pool_selector)};
+  if (!spec.schedulable) return {false, false, &messages.Fixed("node is cordoned or not ready")};
+  const placement::MigNode* found = ledger.mig().Find(name);
   const placement::MigNode& mig = found ? *found : EmptyMigNode();
   const placement::MigFeasibility f = placement::CheckMigFit(mig, req);
-  if (f.fits()) return {true, false, ""};
-  if (f.unresolvable()) return {false, false, f.Message()};
+  if (f.fits()) return {true, false, nullptr};
+  if (f.unresolvable()) return {false, false, &messages.Fit(f, false)};
   // In use: preemption helps only if lower-priority pods hold enough of the missing devices.
+  // Each holder is a pod lookup: stop as soon as enough are of lower priority.
   int lower = 0;
-  for (size_t i = 0; i < mig.slices().size(); ++i) {
-    if (mig.slices()[i].profile != req.profile || !mig.slices()[i].healthy || mig.holder(i).empty()) continue;
+  for (int d : mig.DevicesOf(req.profile)) {
+    if (f.free + lower >= req.count) break;
+    const auto i = static_cast<size_t>(d);
+    if (!mig.slices()[i].healthy || mig.holder(i).empty()) continue;
     const PodRecord* holder = ledger.FindPod(mig.holder(i));
     if (holder && holder->info.priority < pod.priority) ++lower;
   }
-  if (f.free + lower >= req.count) return {false, true, f.Message()};
-  return {false, false, f.Message() + " by pods of equal or higher priority"};
+  if (f.free + lower >= req.count) return {false, true, &messages.Fit(f, false)};
+  return {false, false, &messages.Fit(f, true)};
 }
 
 }  // namespace
@@ -54,21 +101,25 @@ FilterResult FilterMig(const Ledger& ledger, const FilterArgs& args) {
   FilterResult r;
   r.full_nodes = args.full_nodes;
   auto request = SingleMigRequest(args.pod.mig);
-  std::string unsupported;
-  if (!request.ok()) unsupported = std::string(request.status().message());
-  else if (args.pod.gpus > 0) unsupported = "pod requests both nvidia.com/gpu and MIG devices; phalanx schedules one kind per pod";
+  std::optional<FailReason> unsupported;
+  if (!request.ok()) {
+    unsupported = FailReason(std::string(request.status().message()));
+  } else if (args.pod.gpus > 0) {
+    unsupported = FailReason("pod requests both nvidia.com/gpu and MIG devices; phalanx schedules one kind per pod");
+  }
+  Messages messages;
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     const std::string_view name = args.node_names[i];
-    if (!unsupported.empty()) {
-      r.unresolvable.emplace_back(name, unsupported);
+    if (unsupported) {
+      r.unresolvable.emplace_back(name, *unsupported);
       continue;
     }
-    Verdict v = Judge(ledger, name, args.pod, **request);
+    const Verdict v = Judge(ledger, name, args.pod, **request, messages);
     if (v.fits) {
       r.passed.push_back(name);
       if (args.full_nodes && i < args.raw_nodes.size()) r.passed_raw.push_back(args.raw_nodes[i]);
     } else {
-      (v.resolvable ? r.failed : r.unresolvable).emplace_back(name, std::move(v.why));
+      (v.resolvable ? r.failed : r.unresolvable).emplace_back(name, *v.why);
     }
   }
   return r;
@@ -81,7 +132,7 @@ std::vector<HostScore> PrioritizeMig(const Ledger& ledger, const FilterArgs& arg
   for (std::string_view name : args.node_names) {
     int score = 0;
     if (request.ok() && *request) {
-      if (const placement::MigNode* mig = ledger.mig().Find(NodeName(name))) {
+      if (const placement::MigNode* mig = ledger.mig().Find(name)) {
         if (auto choice = placement::ChooseMigDevices(*mig, **request)) {
           score = std::clamp(static_cast<int>(std::lround(choice->score)), 0, 10);
         }

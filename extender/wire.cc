@@ -203,8 +203,27 @@ Result<BindArgs> ParseBindArgs(std::string_view body) {
 
 std::string EncodeFilterResult(const FilterResult& r) {
   std::string out;
-  out.reserve(64 + r.passed.size() * 24 + (r.failed.size() + r.unresolvable.size()) * 64);
-  auto map = [&](const char* key, const std::vector<std::pair<std::string_view, std::string>>& entries) {
+  size_t size = 64 + r.passed.size() * 24;
+  for (const auto* entries : {&r.failed, &r.unresolvable})
+    for (const auto& [node, reason] : *entries) size += node.size() + reason.str().size() + 8;
+  out.reserve(size);
+  // Each distinct reason escaped once (entries share a handful of them); past a few
+  // distinct ones the lookup would cost more than the escape.
+  std::vector<std::pair<const void*, std::string>> escaped;
+  auto append_reason = [&](const FailReason& reason) {
+    for (const auto& [id, text] : escaped) {
+      if (id == reason.id()) {
+        out += text;
+        return;
+      }
+    }
+    if (escaped.size() >= 8) return AppendJsonString(out, reason.str());
+    std::string text;
+    AppendJsonString(text, reason.str());
+    out += text;
+    escaped.emplace_back(reason.id(), std::move(text));
+  };
+  auto map = [&](const char* key, const std::vector<std::pair<std::string_view, FailReason>>& entries) {
     out += '"';
     out += key;
     out += "\":{";
@@ -214,7 +233,7 @@ std::string EncodeFilterResult(const FilterResult& r) {
       first = false;
       AppendJsonString(out, node);
       out += ':';
-      AppendJsonString(out, reason);
+      append_reason(reason);
     }
     out += '}';
   };

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <string_view>
@@ -32,10 +34,34 @@ struct FilterArgs {
   std::vector<std::string_view> raw_nodes;   // full mode: each item's JSON, same order
 };
 
+// Why a node failed the filter. Copies share one string: a full cluster fails thousands
+// of names for a handful of reasons, each formatted once (extender/filter.cc), so an entry
+// costs a reference count rather than an allocation, and the reply escapes each text once.
+class FailReason {
+ public:
+  FailReason() : text_(Empty()) {}
+  FailReason(std::string text) : text_(std::make_shared<const std::string>(std::move(text))) {}  // NOLINT: implicit
+  FailReason(const char* text) : FailReason(std::string(text)) {}                                 // NOLINT: implicit
+  const std::string& str() const { return *text_; }
+  operator const std::string&() const { return *text_; }  // NOLINT: reads as the string it is
+  operator std::string_view() const { return *text_; }    // NOLINT
+  // The shared text's identity: equal for copies of one reason.
+  const void* id() const { return text_.get(); }
+  friend bool operator==(const FailReason& a, std::string_view b) { return a.str() == b; }
+  friend std::ostream& operator<<(std::ostream& os, const FailReason& r) { return os << r.str(); }
+
+ private:
+  static const std::shared_ptr<const std::string>& Empty() {
+    static const auto* empty = new std::shared_ptr<const std::string>(std::make_shared<const std::string>());
+    return *empty;
+  }
+  std::shared_ptr<const std::string> text_;
+};
+
 struct FilterResult {
   std::vector<std::string_view> passed;  // subset of the input, input order
-  std::vector<std::pair<std::string_view, std::string>> failed;        // preemption may help
-  std::vector<std::pair<std::string_view, std::string>> unresolvable;  // it cannot
+  std::vector<std::pair<std::string_view, FailReason>> failed;        // preemption may help
+  std::vector<std::pair<std::string_view, FailReason>> unresolvable;  // it cannot
   std::string error;
   bool full_nodes = false;
   std::vector<std::string_view> passed_raw;  // full mode: raw node JSON of `passed`

@@ -4,6 +4,10 @@
 //   BM_FilterServerTime/N       filter, N candidate names, 5,000-node cluster 50% busy
 //   BM_FilterServerTimeNoFit/N  filter where no node fits (6 of 8 GPUs busy everywhere)
 //   BM_PrioritizeServerTime/N   prioritize, same cluster as BM_FilterServerTime
+//   BM_PrioritizeServerTimeMig/N  prioritize for a 1g.10gb MIG pod, N names, 5,000 A100 nodes
+//                               in MIG mode (a100-mig: 11 devices), 3 of 9 1g devices held
+//   BM_FilterServerTimeMig/N    filter for the same pod on the same cluster (every node fits)
+//   BM_FilterServerTimeMigNoFit/N  filter where every 1g device is held (every node fails)
 //   BM_GangAdmission            256 gated members x 8 GPUs over 5,000 nodes: one admission
 //                               pass (Tick) that plans, reserves and lifts the gates
 // Command: build/bench/extender/extender_bench (see bench/RESULTS.md, Extender).
@@ -17,6 +21,7 @@
 
 #include "bench/extender/bench_cluster.h"
 #include "core/base/clock.h"
+#include "core/topology/reference_machines.h"
 #include "extender/extender.h"
 
 namespace phalanx::extender::bench {
@@ -135,6 +140,112 @@ void BM_PrioritizeServerTime(benchmark::State& state) {
   state.counters["reply_bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_PrioritizeServerTime)->Arg(500)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+// --- MIG ---------------------------------------------------------------------------------
+
+// The a100-mig reference machine (GPU 0 = 7 x 1g.10gb, GPU 1 = 3g.40gb + 2g.20gb + 2 x 1g.10gb,
+// GPUs 2-7 whole) with node-unique UUIDs, named like BenchNode.
+NodeInfo MigBenchNode(int i) {
+  NodeInfo n = BenchNode(i);
+  n.labels[std::string(kProductLabel)] = "A100";
+  auto topo = topology::MakeA100MigNode();
+  for (size_t g = 0; g < topo.gpus.size(); ++g) {
+    topo.gpus[g].uuid = GpuUuid(fmt::format("GPU-{}-{}", NodeName(i), g));
+    for (size_t k = 0; k < topo.gpus[g].mig_devices.size(); ++k)
+      topo.gpus[g].mig_devices[k].uuid = GpuUuid(fmt::format("MIG-{}-{}-{}", NodeName(i), g, k));
+  }
+  n.topology = std::move(topo);
+  n.allocatable_gpus = 6;
+  return n;
+}
+
+// 5,000 such nodes; `held` running 1g.10gb pods on each (the ledger charges their best fit).
+struct MigCluster {
+  explicit MigCluster(int held) : ext(DefaultConfig(), RealClock::Instance(), writer, leadership) {
+    for (int i = 0; i < kNodes; ++i) (void)ext.OnNode(MigBenchNode(i));
+    for (int i = 0; i < kNodes; ++i) {
+      for (int h = 0; h < held; ++h) {
+        PodInfo p = BenchPod(fmt::format("mig-{}-{}", i, h), 0, NodeName(i));
+        p.mig["1g.10gb"] = 1;
+        p.mig_container = "main";
+        ext.OnPod(p);
+      }
+    }
+  }
+  RecordingWriter writer;
+  StaticLeadership leadership{true};
+  Extender ext;
+};
+
+// WorkerPodJson asking for one nvidia.com/mig-1g.10gb instead of whole GPUs.
+std::string MigPodJson() {
+  std::string pod = WorkerPodJson("infer-0", 1);
+  for (size_t at; (at = pod.find("\"nvidia.com/gpu\":\"1\"")) != std::string::npos;)
+    pod.replace(at, 20, "\"nvidia.com/mig-1g.10gb\":\"1\"");
+  return pod;
+}
+
+MigCluster& MigThirdHeld() {
+  static MigCluster* c = new MigCluster(3);
+  return *c;
+}
+
+void BM_PrioritizeServerTimeMig(benchmark::State& state) {
+  MigCluster& c = MigThirdHeld();
+  const std::string body = FilterBody(MigPodJson(), static_cast<int>(state.range(0)));
+  json::FastJsonParser parser;
+  int nonzero = 0;
+  Percentiles pct;
+  for (auto _ : state) {
+    pct.Start();
+    auto args = ParseFilterArgs(body, parser);
+    if (!args.ok() || args->pod.mig.empty()) {
+      state.SkipWithError("the MIG pod did not parse as one");
+      return;
+    }
+    const std::vector<HostScore> scores = c.ext.Prioritize(*args);
+    std::string reply = EncodeHostPriorities(scores);
+    nonzero = static_cast<int>(std::count_if(scores.begin(), scores.end(), [](const HostScore& h) { return h.score > 0; }));
+    benchmark::DoNotOptimize(reply.data());
+    pct.Stop();
+  }
+  pct.Report(state);
+  state.counters["scored"] = nonzero;
+}
+BENCHMARK(BM_PrioritizeServerTimeMig)->Arg(500)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+void MigFilter(benchmark::State& state, MigCluster& c) {
+  const std::string body = FilterBody(MigPodJson(), static_cast<int>(state.range(0)));
+  json::FastJsonParser parser;
+  size_t passed = 0, failed = 0;
+  Percentiles pct;
+  for (auto _ : state) {
+    pct.Start();
+    auto args = ParseFilterArgs(body, parser);
+    if (!args.ok()) {
+      state.SkipWithError(std::string(args.status().message()).c_str());
+      return;
+    }
+    FilterResult r = c.ext.Filter(*args);
+    std::string reply = EncodeFilterResult(r);
+    passed = r.passed.size();
+    failed = r.failed.size() + r.unresolvable.size();
+    benchmark::DoNotOptimize(reply.data());
+    pct.Stop();
+  }
+  pct.Report(state);
+  state.counters["passed"] = static_cast<double>(passed);
+  state.counters["failed"] = static_cast<double>(failed);
+}
+
+void BM_FilterServerTimeMig(benchmark::State& state) { MigFilter(state, MigThirdHeld()); }
+BENCHMARK(BM_FilterServerTimeMig)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+void BM_FilterServerTimeMigNoFit(benchmark::State& state) {
+  static MigCluster* c = new MigCluster(9);  // every 1g.10gb device held
+  MigFilter(state, *c);
+}
+BENCHMARK(BM_FilterServerTimeMigNoFit)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
 // One admission pass for a 256 x 8-GPU gang on an empty 5,000-node cluster. Each plan
 // reserves 2,048 of the 40,000 GPUs, so the ledger is rebuilt every 15 gangs (untimed).

@@ -291,6 +291,7 @@ Result<NodeRemoval> ClusterState::RemoveNode(const NodeName& name) {
   for (const PodAllocation* p : nodes_[static_cast<size_t>(i)].pods) removal.pods.push_back(p->pod);
   for (const PodUid& pod : removal.pods) pods_.erase(pod);
   nodes_[static_cast<size_t>(i)].pods.clear();
+  Retier(nodes_[static_cast<size_t>(i)]);
   nodes_[static_cast<size_t>(i)].allocated = nodes_[static_cast<size_t>(i)].shared = 0;
   nodes_[static_cast<size_t>(i)].share_milli.fill(0);
   for (const auto& [key, r] : plans_) {
@@ -316,7 +317,11 @@ Result<NodeRemoval> ClusterState::RemoveNode(const NodeName& name) {
 }
 
 std::optional<NodeIndex> ClusterState::FindNode(const NodeName& name) const {
-  return name_index_.FindWith(name.str(), [this](int32_t i) -> std::string_view {
+  return FindNode(std::string_view(name.str()));
+}
+
+std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {
+  return name_index_.FindWith(name, [this](int32_t i) -> std::string_view {
     return nodes_[static_cast<size_t>(i)].spec.name.str();
   });
 }

@@ -25,8 +25,8 @@
 //   O(domains x kMaxGpusPerNode) instead of O(nodes).
 //
 // Invariants (checked by CheckInvariantsForTest): allocated, shared and reserved masks of
-// a node are pairwise disjoint and within its GPU range; every index agrees with the
-// per-node state.
+// a node are pairwise disjoint and within its GPU range; every index (holder tiers
+// included) agrees with the per-node state.
 //
 // Thread-safety: thread-compatible. Const methods may run concurrently with each other;
 // any mutation needs exclusive access (the extender serialises writes through its ledger
@@ -35,6 +35,7 @@
 #pragma once
 
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -118,6 +119,13 @@ struct Reservation {
   std::vector<bool> committed;  // per member; committed members are pod allocations now
 };
 
+// GPUs of one node whose highest-priority holder has `priority` (a whole GPU has one
+// holder; a shared GPU the highest of its shares).
+struct HolderTier {
+  int priority = 0;
+  GpuMask gpus = 0;
+};
+
 // Read-only view of one node's accounting.
 struct NodeState {
   NodeSpec spec;
@@ -128,6 +136,11 @@ struct NodeState {
   GpuMask reserved = 0;   // reserved by gang plans (uncommitted members)
   std::array<int16_t, kMaxGpusPerNode> share_milli{};  // milli used by shares, per GPU
   std::vector<const PodAllocation*> pods;            // holders on this node
+  // Holders summarised by tier, kept on every change of `pods`, so that feasibility can
+  // tell GPUs preemption could free from the rest without walking `pods` (scattered
+  // reads; node_score.h). Ascending priority, one entry per distinct top priority.
+  std::vector<HolderTier> tiers;
+  int lowest_priority = INT_MAX;  // lowest priority of any holder (shares included); INT_MAX if none
   // Free = healthy & ~(allocated | shared | reserved), and 0 when unschedulable.
   GpuMask free = 0;
 };
@@ -192,6 +205,9 @@ class ClusterState {
   Result<NodeRemoval> RemoveNode(const NodeName& name);
 
   std::optional<NodeIndex> FindNode(const NodeName& name) const;
+  // Without building a NodeName (a string copy, an allocation for names over 15 bytes): the
+  // extender resolves up to 5,000 request names per filter or prioritize.
+  std::optional<NodeIndex> FindNode(std::string_view name) const;
   // Valid for indexes returned by FindNode/AddNode/Nodes and not removed since.
   const NodeState& node(NodeIndex index) const { return nodes_[static_cast<size_t>(index)]; }
   // Every live node, in no particular order.
@@ -266,6 +282,7 @@ class ClusterState {
   void Recount(NodeIndex index);  // after any change of a node's holdings or health
   void RebindPods();              // NodeState::pods point into pods_; fix after a copy
   void DropPodFromNode(const PodAllocation& alloc);
+  static void Retier(NodeState& node);  // rebuilds tiers/lowest_priority from pods
   Status CheckFree(const NodeState& node, GpuMask gpus, const std::string& what) const;
 
   std::vector<std::string> levels_;

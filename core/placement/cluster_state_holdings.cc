@@ -2,6 +2,7 @@
 // invariant check used by tests.
 #include <algorithm>
 #include <bit>
+#include <climits>
 
 #include <fmt/format.h>
 
@@ -33,6 +34,7 @@ Status ClusterState::Allocate(const PodUid& pod, const NodeName& node, GpuMask g
   auto [pit, inserted] = pods_.emplace(pod, PodAllocation{pod, it->second, gpus, kMilliPerGpu, priority});
   n.allocated |= gpus;
   n.pods.push_back(&pit->second);
+  Retier(n);
   Recount(it->second);
   return OkStatus();
 }
@@ -63,8 +65,35 @@ Status ClusterState::AllocateShare(const PodUid& pod, const NodeName& node, int 
   n.share_milli[static_cast<size_t>(gpu)] = static_cast<int16_t>(n.share_milli[static_cast<size_t>(gpu)] + milli);
   n.shared |= bit;
   n.pods.push_back(&pit->second);
+  Retier(n);
   Recount(it->second);
   return OkStatus();
+}
+
+void ClusterState::Retier(NodeState& n) {
+  // O(holders on the node) per change: mutations are rare next to the filter reads that
+  // this summary saves from walking the same pods.
+  std::array<int, kMaxGpusPerNode> top;
+  top.fill(INT_MIN);
+  GpuMask held = 0;
+  n.lowest_priority = INT_MAX;
+  for (const PodAllocation* p : n.pods) {
+    n.lowest_priority = std::min(n.lowest_priority, p->priority);
+    held |= p->gpus;
+    for (GpuMask m = p->gpus; m; m &= m - 1) {
+      int& t = top[static_cast<size_t>(std::countr_zero(m))];
+      t = std::max(t, p->priority);
+    }
+  }
+  n.tiers.clear();
+  for (GpuMask m = held; m; m &= m - 1) {
+    const int g = std::countr_zero(m);
+    const int prio = top[static_cast<size_t>(g)];
+    auto it = std::lower_bound(n.tiers.begin(), n.tiers.end(), prio,
+                               [](const HolderTier& t, int p) { return t.priority < p; });
+    if (it == n.tiers.end() || it->priority != prio) it = n.tiers.insert(it, HolderTier{prio, 0});
+    it->gpus |= GpuMask{1} << g;
+  }
 }
 
 void ClusterState::DropPodFromNode(const PodAllocation& alloc) {
@@ -82,6 +111,7 @@ void ClusterState::DropPodFromNode(const PodAllocation& alloc) {
     *pos = n.pods.back();
     n.pods.pop_back();
   }
+  Retier(n);
 }
 
 Status ClusterState::Release(const PodUid& pod) {
@@ -172,6 +202,7 @@ Status ClusterState::Commit(const GangKey& plan, int member, const PodUid& pod, 
   n.allocated |= gpus;
   auto [pit, inserted] = pods_.emplace(pod, PodAllocation{pod, nit->second, gpus, kMilliPerGpu, priority});
   n.pods.push_back(&pit->second);
+  Retier(n);
   r.committed[m] = true;
   if (std::all_of(r.committed.begin(), r.committed.end(), [](bool c) { return c; })) plans_.erase(it);
   // Free count is unchanged (reserved -> allocated), but recount keeps one code path.
@@ -216,6 +247,16 @@ Status ClusterState::CheckInvariantsForTest() const {
       }
     }
     if (alloc != n.allocated || shared != n.shared) return InternalError(fmt::format("node {}: pod masks differ", name));
+    NodeState retiered;
+    retiered.pods = n.pods;
+    Retier(retiered);
+    const bool same_tiers = std::equal(n.tiers.begin(), n.tiers.end(), retiered.tiers.begin(), retiered.tiers.end(),
+                                       [](const HolderTier& a, const HolderTier& b) {
+                                         return a.priority == b.priority && a.gpus == b.gpus;
+                                       });
+    if (!same_tiers || n.lowest_priority != retiered.lowest_priority) {
+      return InternalError(fmt::format("node {}: holder tiers stale", name));
+    }
     for (int g = 0; g < kMaxGpusPerNode; ++g) {
       if (milli[static_cast<size_t>(g)] != n.share_milli[static_cast<size_t>(g)]) {
         return InternalError(fmt::format("node {}: share milli of GPU {} differ", name, g));

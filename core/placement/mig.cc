@@ -46,56 +46,72 @@ std::optional<int> MigComputeSlices(std::string_view profile) {
 }
 
 MigNode::MigNode(std::vector<MigSlice> slices) : slices_(std::move(slices)), holders_(slices_.size()) {
+  devices_.resize(slices_.size());
   for (size_t i = 0; i < slices_.size(); ++i) {
-    auto it = std::find_if(by_profile_.begin(), by_profile_.end(), [&](const auto& e) { return e.first == slices_[i].profile; });
-    if (it == by_profile_.end()) it = by_profile_.insert(by_profile_.end(), {slices_[i].profile, {}});
-    it->second.push_back(static_cast<int>(i));
+    const MigSlice& sl = slices_[i];
+    auto it = std::find_if(by_profile_.begin(), by_profile_.end(), [&](const Profile& p) { return p.name == sl.profile; });
+    if (it == by_profile_.end()) it = by_profile_.insert(by_profile_.end(), Profile{sl.profile, {}, 0, 0});
+    it->devices.push_back(static_cast<int>(i));
+    it->healthy += sl.healthy;
+    // Parent indices are 0..63 and compute slices 1..7 (topology validation); clamped so a
+    // malformed device cannot index out of range.
+    const int gpu = std::clamp(sl.gpu, 0, kMaxMigGpus - 1);
+    const int compute = std::clamp(sl.compute_slices, 0, 127);
+    devices_[i] = Device{static_cast<int16_t>(gpu), static_cast<int8_t>(compute), false};
+    if (static_cast<size_t>(gpu) >= gpus_.size()) gpus_.resize(static_cast<size_t>(gpu) + 1);
+    gpus_[static_cast<size_t>(gpu)].total += compute;
+    total_compute_ += compute;
+    SetFree(i, sl.healthy);
   }
+}
+
+void MigNode::SetFree(size_t i, bool free) {
+  Device& d = devices_[i];
+  if (d.free == free) return;
+  d.free = free;
+  const int sign = free ? 1 : -1;
+  gpus_[static_cast<size_t>(d.gpu)].free += sign * d.compute;
+  free_compute_ += sign * d.compute;
+  for (Profile& p : by_profile_) {
+    if (p.name == slices_[i].profile) {
+      p.free += sign;
+      break;
+    }
+  }
+}
+
+const MigNode::Profile* MigNode::FindProfile(std::string_view profile) const {
+  for (const Profile& p : by_profile_)
+    if (p.name == profile) return &p;
+  return nullptr;
 }
 
 const std::vector<int>& MigNode::DevicesOf(std::string_view profile) const {
   static const std::vector<int> kNone;
-  for (const auto& [name, devices] : by_profile_)
-    if (name == profile) return devices;
-  return kNone;
+  const Profile* p = FindProfile(profile);
+  return p ? p->devices : kNone;
 }
 
 int MigNode::Total(std::string_view profile) const { return static_cast<int>(DevicesOf(profile).size()); }
 
 int MigNode::Healthy(std::string_view profile) const {
-  int n = 0;
-  for (int d : DevicesOf(profile)) n += slices_[static_cast<size_t>(d)].healthy;
-  return n;
+  const Profile* p = FindProfile(profile);
+  return p ? p->healthy : 0;
 }
 
 int MigNode::Free(std::string_view profile) const {
-  int n = 0;
-  for (int d : DevicesOf(profile)) n += IsFree(static_cast<size_t>(d));
-  return n;
-}
-
-int MigNode::TotalCompute() const {
-  int n = 0;
-  for (const MigSlice& s : slices_) n += s.compute_slices;
-  return n;
-}
-
-int MigNode::FreeCompute() const {
-  int n = 0;
-  for (size_t i = 0; i < slices_.size(); ++i) n += IsFree(i) ? slices_[i].compute_slices : 0;
-  return n;
+  const Profile* p = FindProfile(profile);
+  return p ? p->free : 0;
 }
 
 int MigNode::FreeComputeOnGpu(int gpu) const {
-  int n = 0;
-  for (size_t i = 0; i < slices_.size(); ++i) n += slices_[i].gpu == gpu && IsFree(i) ? slices_[i].compute_slices : 0;
-  return n;
+  if (gpu < 0 || static_cast<size_t>(gpu) >= gpus_.size() || gpu >= kMaxMigGpus) return 0;
+  return gpus_[static_cast<size_t>(gpu)].free;
 }
 
 int MigNode::TotalComputeOnGpu(int gpu) const {
-  int n = 0;
-  for (const MigSlice& s : slices_) n += s.gpu == gpu ? s.compute_slices : 0;
-  return n;
+  if (gpu < 0 || static_cast<size_t>(gpu) >= gpus_.size() || gpu >= kMaxMigGpus) return 0;
+  return gpus_[static_cast<size_t>(gpu)].total;
 }
 
 bool MigNode::Take(const std::vector<int>& devices, const PodUid& pod) {
@@ -107,15 +123,19 @@ bool MigNode::Take(const std::vector<int>& devices, const PodUid& pod) {
       return false;  // the same device twice
     }
   }
-  for (int d : devices) holders_[static_cast<size_t>(d)] = pod;
+  for (int d : devices) {
+    holders_[static_cast<size_t>(d)] = pod;
+    SetFree(static_cast<size_t>(d), false);
+  }
   return true;
 }
 
 int MigNode::Release(const PodUid& pod) {
   int n = 0;
-  for (PodUid& h : holders_) {
-    if (h == pod) {
-      h = PodUid();
+  for (size_t i = 0; i < holders_.size(); ++i) {
+    if (holders_[i] == pod) {
+      holders_[i] = PodUid();
+      SetFree(i, slices_[i].healthy);
       ++n;
     }
   }
@@ -151,13 +171,10 @@ MigFeasibility CheckMigFit(const MigNode& node, const MigRequest& r) {
   MigFeasibility f;
   f.profile = r.profile;
   f.requested = r.count;
-  const std::vector<int>& devices = node.DevicesOf(r.profile);
-  int healthy = 0;
-  for (int d : devices) {
-    healthy += node.slices()[static_cast<size_t>(d)].healthy;
-    f.free += node.IsFree(static_cast<size_t>(d));
-  }
-  f.total = static_cast<int>(devices.size());
+  const MigNode::Profile* p = node.FindProfile(r.profile);
+  const int healthy = p ? p->healthy : 0;
+  f.free = p ? p->free : 0;
+  f.total = p ? static_cast<int>(p->devices.size()) : 0;
   if (node.empty()) f.reason = MigUnfitReason::kNoMig;
   else if (f.total == 0) f.reason = MigUnfitReason::kNoSuchProfile;
   else if (f.total < r.count) f.reason = MigUnfitReason::kTooFewDevices;
@@ -168,59 +185,50 @@ MigFeasibility CheckMigFit(const MigNode& node, const MigRequest& r) {
 
 std::optional<MigChoice> ChooseMigDevices(const MigNode& node, const MigRequest& r) {
   if (r.count < 1 || !CheckMigFit(node, r).fits()) return std::nullopt;
-  const auto& slices = node.slices();
-  // Per parent GPU: free and total compute slices, updated as we pick. One pass: the
-  // extender scores thousands of nodes per request.
-  std::array<int, 64> free_on_gpu{}, total_on_gpu{};
-  int node_total = 0, node_free = 0;
-  for (size_t i = 0; i < slices.size(); ++i) {
-    const size_t g = static_cast<size_t>(std::clamp(slices[i].gpu, 0, 63));
-    total_on_gpu[g] += slices[i].compute_slices;
-    node_total += slices[i].compute_slices;
-    if (node.IsFree(i)) {
-      free_on_gpu[g] += slices[i].compute_slices;
-      node_free += slices[i].compute_slices;
-    }
-  }
-  auto gpu_of = [&](size_t i) { return static_cast<size_t>(std::clamp(slices[i].gpu, 0, 63)); };
-  const std::vector<int>& candidates = node.DevicesOf(r.profile);
-  std::vector<bool> taken(slices.size(), false);
+  // From the node's index: the profile's devices, their compact records and the per-GPU
+  // compute counts (a working copy of the free counts, updated as we pick).
+  const std::vector<MigNode::Device>& dev = node.devices();
+  const std::vector<MigNode::GpuCompute>& gpus = node.gpu_compute();
+  std::array<int, MigNode::kMaxMigGpus> free_on_gpu{};
+  for (size_t g = 0; g < gpus.size(); ++g) free_on_gpu[g] = gpus[g].free;
+  const std::vector<int>& candidates = node.FindProfile(r.profile)->devices;  // fits: the profile exists
   MigChoice choice;
   choice.devices.reserve(static_cast<size_t>(r.count));
+  auto taken = [&](int i) { return std::find(choice.devices.begin(), choice.devices.end(), i) != choice.devices.end(); };
   int taken_compute = 0;
   for (int k = 0; k < r.count; ++k) {
     int best = -1;
     for (int c : candidates) {
-      const size_t i = static_cast<size_t>(c);
-      if (taken[i] || !node.IsFree(i)) continue;
+      const MigNode::Device& d = dev[static_cast<size_t>(c)];
+      if (!d.free || (k > 0 && taken(c))) continue;
       if (best < 0) {
-        best = static_cast<int>(i);
+        best = c;
         continue;
       }
-      const size_t b = static_cast<size_t>(best);
-      const int fi = free_on_gpu[gpu_of(i)], fb = free_on_gpu[gpu_of(b)];
+      const MigNode::Device& b = dev[static_cast<size_t>(best)];
+      const int fi = free_on_gpu[static_cast<size_t>(d.gpu)], fb = free_on_gpu[static_cast<size_t>(b.gpu)];
       // Fullest GPU first; the scan order keeps the lowest GPU and device on ties.
-      if (fi < fb || (fi == fb && slices[i].gpu < slices[b].gpu)) best = static_cast<int>(i);
+      if (fi < fb || (fi == fb && d.gpu < b.gpu)) best = c;
     }
     if (best < 0) return std::nullopt;  // unreachable after CheckMigFit
-    const size_t b = static_cast<size_t>(best);
-    taken[b] = true;
-    free_on_gpu[gpu_of(b)] -= slices[b].compute_slices;
-    taken_compute += slices[b].compute_slices;
+    const MigNode::Device& b = dev[static_cast<size_t>(best)];
+    free_on_gpu[static_cast<size_t>(b.gpu)] -= b.compute;
+    taken_compute += b.compute;
     choice.devices.push_back(best);
   }
   std::sort(choice.devices.begin(), choice.devices.end());
   // Fill after placing: of the GPUs touched, and of the node's whole MIG capacity.
   int gpu_total = 0, gpu_free_after = 0;
-  std::array<bool, 64> touched{};
+  std::array<bool, MigNode::kMaxMigGpus> touched{};
   for (int d : choice.devices) {
-    const size_t g = gpu_of(static_cast<size_t>(d));
+    const auto g = static_cast<size_t>(dev[static_cast<size_t>(d)].gpu);
     if (touched[g]) continue;
     touched[g] = true;
-    gpu_total += total_on_gpu[g];
+    gpu_total += gpus[g].total;
     gpu_free_after += free_on_gpu[g];
   }
-  const int node_free_after = node_free - taken_compute;
+  const int node_total = node.TotalCompute();
+  const int node_free_after = node.FreeCompute() - taken_compute;
   const double gpu_fill = gpu_total > 0 ? static_cast<double>(gpu_total - gpu_free_after) / gpu_total : 1.0;
   const double node_fill = node_total > 0 ? static_cast<double>(node_total - node_free_after) / node_total : 1.0;
   choice.score = std::clamp(5.0 * gpu_fill + 5.0 * node_fill, 0.0, 10.0);

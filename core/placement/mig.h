@@ -17,6 +17,7 @@
 // Pure and thread-compatible.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,7 +44,12 @@ std::optional<std::string> MigProfileOf(std::string_view resource);
 // instance of a 3g GPU instance), "1g.10gb+me" -> 1; nullopt if it is not a MIG profile.
 std::optional<int> MigComputeSlices(std::string_view profile);
 
-// MIG accounting of one node: its devices and who holds each.
+// MIG accounting of one node: its devices and who holds each, indexed for the extender's
+// per-request pass over thousands of nodes: per profile its devices and their healthy and
+// free counts, per device a 4-byte record (parent GPU, compute slices, free), per parent
+// GPU its total and free compute slices. Take and Release keep the counts, so feasibility
+// is O(1) after the profile lookup and best fit reads only the compact records of the
+// requested profile's devices (MigSlice carries two strings: 80 bytes a device).
 class MigNode {
  public:
   MigNode() = default;
@@ -59,10 +65,33 @@ class MigNode {
   int Healthy(std::string_view profile) const;  // ... on healthy GPUs
   int Free(std::string_view profile) const;     // ... healthy and not held
   // Compute slices of the node's / one GPU's MIG devices: all, and free.
-  int TotalCompute() const;
-  int FreeCompute() const;
+  int TotalCompute() const { return total_compute_; }
+  int FreeCompute() const { return free_compute_; }
   int FreeComputeOnGpu(int gpu) const;
   int TotalComputeOnGpu(int gpu) const;
+
+  // The index the queries above read (ChooseMigDevices and CheckMigFit use it directly).
+  struct Device {
+    int16_t gpu = 0;  // parent GPU, clamped to 0..kMaxMigGpus-1
+    int8_t compute = 1;
+    bool free = false;  // healthy and not held
+  };
+  struct Profile {
+    std::string name;
+    std::vector<int> devices;  // ascending
+    int healthy = 0;
+    int free = 0;
+  };
+  struct GpuCompute {
+    int total = 0;
+    int free = 0;
+  };
+  static constexpr int kMaxMigGpus = 64;
+  const std::vector<Device>& devices() const { return devices_; }
+  // Null if no device has the profile.
+  const Profile* FindProfile(std::string_view profile) const;
+  // Indexed by parent GPU (0..max GPU index with MIG devices).
+  const std::vector<GpuCompute>& gpu_compute() const { return gpus_; }
 
   // Marks devices held by `pod`. False (nothing changed) if one is out of range or held.
   bool Take(const std::vector<int>& devices, const PodUid& pod);
@@ -74,10 +103,15 @@ class MigNode {
   const std::vector<int>& DevicesOf(std::string_view profile) const;
 
  private:
+  void SetFree(size_t i, bool free);  // keeps the counts
+
   std::vector<MigSlice> slices_;
   std::vector<PodUid> holders_;
-  // Per profile, its devices: filter and score touch only the requested profile's.
-  std::vector<std::pair<std::string, std::vector<int>>> by_profile_;
+  std::vector<Device> devices_;  // parallel to slices_
+  std::vector<Profile> by_profile_;
+  std::vector<GpuCompute> gpus_;
+  int total_compute_ = 0;
+  int free_compute_ = 0;
 };
 
 struct MigRequest {

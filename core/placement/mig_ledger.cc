@@ -4,6 +4,46 @@
 
 namespace phalanx::placement {
 
+MigLedger::MigLedger(const MigLedger& other) : nodes_(other.nodes_), pods_(other.pods_) { Reindex(); }
+
+MigLedger& MigLedger::operator=(const MigLedger& other) {
+  if (this != &other) {
+    nodes_ = other.nodes_;
+    pods_ = other.pods_;
+    Reindex();
+  }
+  return *this;
+}
+
+void MigLedger::Index(Entry& entry) {
+  int32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[static_cast<size_t>(slot)] = &entry;
+  } else {
+    slot = static_cast<int32_t>(slots_.size());
+    slots_.push_back(&entry);
+  }
+  index_.Insert(entry.first.str(), slot);
+}
+
+void MigLedger::Unindex(const NodeName& node) {
+  auto name_of = [this](int32_t i) { return std::string_view(slots_[static_cast<size_t>(i)]->first.str()); };
+  const std::optional<int32_t> slot = index_.FindWith(node.str(), name_of);
+  if (!slot) return;
+  index_.Erase(node.str(), name_of);
+  slots_[static_cast<size_t>(*slot)] = nullptr;
+  free_slots_.push_back(*slot);
+}
+
+void MigLedger::Reindex() {
+  index_ = NodeNameIndex();
+  slots_.clear();
+  free_slots_.clear();
+  for (Entry& e : nodes_) Index(e);
+}
+
 void MigLedger::SetNode(const NodeName& node, std::vector<MigSlice> slices) {
   if (slices.empty()) {
     RemoveNode(node);
@@ -41,17 +81,20 @@ void MigLedger::SetNode(const NodeName& node, std::vector<MigSlice> slices) {
     old->second = std::move(fresh);
     return;
   }
-  nodes_.emplace(node, std::move(fresh));
+  Index(*nodes_.emplace(node, std::move(fresh)).first);
 }
 
 void MigLedger::RemoveNode(const NodeName& node) {
-  if (nodes_.erase(node) == 0) return;
+  if (!nodes_.contains(node)) return;
+  Unindex(node);
+  nodes_.erase(node);
   std::erase_if(pods_, [&](const auto& kv) { return kv.second.node == node; });
 }
 
-const MigNode* MigLedger::Find(const NodeName& node) const {
-  auto it = nodes_.find(node);
-  return it == nodes_.end() ? nullptr : &it->second;
+const MigNode* MigLedger::Find(std::string_view node) const {
+  const std::optional<int32_t> slot =
+      index_.FindWith(node, [this](int32_t i) { return std::string_view(slots_[static_cast<size_t>(i)]->first.str()); });
+  return slot ? &slots_[static_cast<size_t>(*slot)]->second : nullptr;
 }
 
 Status MigLedger::Allocate(const PodUid& pod, const NodeName& node, const std::vector<int>& devices) {

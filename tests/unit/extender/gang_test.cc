@@ -286,7 +286,7 @@ TEST(GangTest, UngatedGangIsPlannedOnFirstMemberFilter) {
   FilterResult early = c.ext.Filter(Args(members[0], TwoDgx()));
   EXPECT_TRUE(early.passed.empty());
   ASSERT_FALSE(early.failed.empty());
-  EXPECT_NE(early.failed[0].second.find("no new member appears"), std::string::npos);
+  EXPECT_NE(early.failed[0].second.str().find("no new member appears"), std::string::npos);
   c.clock.Advance(2100ms);  // the count settles: min-members = 3
   FilterResult r = c.ext.Filter(Args(members[0], TwoDgx()));
   ASSERT_EQ(r.passed.size(), 1u);

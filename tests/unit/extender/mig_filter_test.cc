@@ -101,6 +101,36 @@ TEST(MigFilterTest, SplitsNodesByGeometryUseAndPriority) {
   EXPECT_EQ(many.unresolvable[0].second, "Insufficient nvidia.com/mig-1g.10gb: requested 10, node's MIG layout has only 9");
 }
 
+// Messages are formatted once per distinct reason and shared: nodes that fail alike get the
+// same text, nodes that differ in any number (or in the node's product) get their own.
+TEST(MigFilterTest, SharedMessagesKeepEachNodesNumbers) {
+  TestCluster c;
+  for (const char* n : {"one-a", "one-b", "two", "other-pool"}) {
+    NodeInfo node = A100MigNode(n);
+    if (std::string_view(n) == "other-pool") node.labels[std::string(kProductLabel)] = "A30";
+    ASSERT_TRUE(c.ext.OnNode(node).ok());
+  }
+  c.ext.OnPod(MigPod("a", "1g.10gb", 1, 0, "one-a"));
+  c.ext.OnPod(MigPod("b", "1g.10gb", 1, 0, "one-b"));
+  c.ext.OnPod(MigPod("c", "1g.10gb", 2, 0, "two"));
+  FilterResult r = c.ext.Filter(Args(MigPod("p", "1g.10gb", 9), {"one-a", "two", "one-b"}));
+  std::map<std::string_view, std::string> why(r.unresolvable.begin(), r.unresolvable.end());
+  ASSERT_EQ(why.size(), 3u);
+  const std::string eight = "Insufficient nvidia.com/mig-1g.10gb: requested 9, 8 free of 9 (the rest held by pods) by pods "
+                            "of equal or higher priority";
+  EXPECT_EQ(why["one-a"], eight);
+  EXPECT_EQ(why["one-b"], eight);
+  EXPECT_EQ(why["two"],
+            "Insufficient nvidia.com/mig-1g.10gb: requested 9, 7 free of 9 (the rest held by pods) by pods of equal or "
+            "higher priority");
+  PodInfo picky = MigPod("q", "1g.10gb", 1);
+  picky.pool_selector = "H100";
+  FilterResult p = c.ext.Filter(Args(picky, {"one-a", "other-pool"}));
+  std::map<std::string_view, std::string> pool(p.unresolvable.begin(), p.unresolvable.end());
+  EXPECT_EQ(pool["one-a"], "node's GPU product is \"A100\", pod selects \"H100\"");
+  EXPECT_EQ(pool["other-pool"], "node's GPU product is \"A30\", pod selects \"H100\"");
+}
+
 TEST(MigFilterTest, MigGpusAreNotWholeGpus) {
   TestCluster c;
   ASSERT_TRUE(c.ext.OnNode(A100MigNode("mig")).ok());

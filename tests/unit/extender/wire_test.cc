@@ -1,4 +1,5 @@
 // Wire format edge cases: nulls, missing lists, malformed JSON, exact reply shapes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "extender/wire.h"
@@ -75,6 +76,29 @@ TEST(WireTest, EncodesFilterResultWithGoFieldNames) {
   FilterResult empty;
   EXPECT_EQ(EncodeFilterResult(empty),
             R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""})");
+}
+
+// Shared reasons are escaped once and reused; past the cache's few entries every reason is
+// still escaped in full. The reply must read the same either way.
+TEST(WireTest, SharedFailReasonsEncodeLikeCopies) {
+  const FailReason shared("held by \"tier\" 0");
+  FilterResult r;
+  std::string want_failed, want_unresolvable;
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) names.push_back("n" + std::to_string(i));
+  for (int i = 0; i < 12; ++i) {
+    r.failed.emplace_back(names[static_cast<size_t>(i)], shared);
+    want_failed += fmt::format("{}\"{}\":\"held by \\\"tier\\\" 0\"", i ? "," : "", names[static_cast<size_t>(i)]);
+    // Twelve distinct reasons, each used twice: more than the cache holds.
+    const FailReason own(fmt::format("reason\t{}", i));
+    r.unresolvable.emplace_back(names[static_cast<size_t>(i)], own);
+    r.unresolvable.emplace_back(names[static_cast<size_t>(i)], own);
+    want_unresolvable += fmt::format("{}\"{}\":\"reason\\t{}\",\"{}\":\"reason\\t{}\"", i ? "," : "",
+                                     names[static_cast<size_t>(i)], i, names[static_cast<size_t>(i)], i);
+  }
+  EXPECT_EQ(r.failed[3].second.id(), shared.id());
+  EXPECT_EQ(EncodeFilterResult(r), "{\"Nodes\":null,\"NodeNames\":[],\"FailedNodes\":{" + want_failed +
+                                       "},\"FailedAndUnresolvableNodes\":{" + want_unresolvable + "},\"Error\":\"\"}");
 }
 
 TEST(WireTest, EncodesPrioritiesAsABareArray) {

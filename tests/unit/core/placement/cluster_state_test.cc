@@ -1,5 +1,6 @@
 #include "core/placement/cluster_state.h"
 
+#include <climits>
 #include <random>
 
 #include <gmock/gmock.h>
@@ -38,6 +39,60 @@ TEST(ClusterStateTest, AddNodeIndexesPoolDomainAndFreeCounts) {
   // No nvlink-domain label: the node belongs to no domain at that level.
   EXPECT_EQ(s.DomainCount(1), 0);
   EXPECT_TRUE(s.CheckInvariantsForTest().ok());
+}
+
+// Tiers as (priority, GPUs) pairs, for readable expectations.
+std::vector<std::pair<int, GpuMask>> Tiers(const NodeState& n) {
+  std::vector<std::pair<int, GpuMask>> out;
+  for (const HolderTier& t : n.tiers) out.emplace_back(t.priority, t.gpus);
+  return out;
+}
+
+TEST(ClusterStateTest, HolderTiersFollowEveryChangeOfHoldings) {
+  ClusterState s = TwoNodes();
+  const NodeIndex n1 = Idx(s, "n1");
+  EXPECT_TRUE(s.node(n1).tiers.empty());
+  EXPECT_EQ(s.node(n1).lowest_priority, INT_MAX);
+  ASSERT_TRUE(s.Allocate(PodUid("p1"), NodeName("n1"), Mask({0, 1}), 100).ok());
+  ASSERT_TRUE(s.AllocateShare(PodUid("s1"), NodeName("n1"), 2, 300, -5).ok());
+  ASSERT_TRUE(s.AllocateShare(PodUid("s2"), NodeName("n1"), 2, 300, 50).ok());
+  ASSERT_TRUE(s.Reserve(GangKey("ns/g"), std::vector<MemberPlacement>{{NodeName("n1"), Mask({3}), 0}}).ok());
+  ASSERT_TRUE(s.Commit(GangKey("ns/g"), 0, PodUid("m0"), 50).ok());
+  // A shared GPU is in the tier of its highest share; the lowest holder is the -5 share.
+  EXPECT_THAT(Tiers(s.node(n1)), ::testing::ElementsAre(std::pair<int, GpuMask>{50, Mask({2, 3})},
+                                                         std::pair<int, GpuMask>{100, Mask({0, 1})}));
+  EXPECT_EQ(s.node(n1).lowest_priority, -5);
+  ASSERT_TRUE(s.Release(PodUid("s2")).ok());
+  EXPECT_THAT(Tiers(s.node(n1)), ::testing::ElementsAre(std::pair<int, GpuMask>{-5, Mask({2})},
+                                                         std::pair<int, GpuMask>{50, Mask({3})},
+                                                         std::pair<int, GpuMask>{100, Mask({0, 1})}));
+  EXPECT_TRUE(s.CheckInvariantsForTest().ok());
+  // A copy keeps its own tiers (pods are rebound, tiers carried by value).
+  ClusterState copy = s;
+  ASSERT_TRUE(copy.Release(PodUid("p1")).ok());
+  EXPECT_EQ(Tiers(copy.node(n1)).size(), 2u);
+  EXPECT_EQ(Tiers(s.node(n1)).size(), 3u);
+  EXPECT_TRUE(copy.CheckInvariantsForTest().ok());
+  ASSERT_TRUE(s.RemoveNode(NodeName("n1")).ok());
+  ASSERT_TRUE(s.AddNode(MakeNode("n1").NvSwitch().Rack("r1").Pool("H100").Build()).ok());
+  EXPECT_TRUE(s.node(Idx(s, "n1")).tiers.empty());
+  EXPECT_EQ(s.node(Idx(s, "n1")).lowest_priority, INT_MAX);
+  EXPECT_TRUE(s.CheckInvariantsForTest().ok());
+}
+
+TEST(ClusterStateTest, FindNodeByViewMatchesFindNodeByName) {
+  ClusterState s = TwoNodes();
+  const std::string long_name = "gke-training-pool-a100-80gb-7f9c2d1e-xk2p";  // past the short-string buffer
+  ASSERT_TRUE(s.AddNode(MakeNode(long_name).Gpus(4).Build()).ok());
+  for (const std::string& name : {std::string("n1"), std::string("n2"), long_name}) {
+    ASSERT_TRUE(s.FindNode(std::string_view(name)).has_value()) << name;
+    EXPECT_EQ(s.FindNode(std::string_view(name)), s.FindNode(NodeName(name)));
+    EXPECT_EQ(s.node(*s.FindNode(std::string_view(name))).spec.name.str(), name);
+  }
+  EXPECT_FALSE(s.FindNode(std::string_view("n3")).has_value());
+  EXPECT_FALSE(s.FindNode(std::string_view(long_name).substr(0, 20)).has_value());
+  ASSERT_TRUE(s.RemoveNode(NodeName("n1")).ok());
+  EXPECT_FALSE(s.FindNode(std::string_view("n1")).has_value());
 }
 
 TEST(ClusterStateTest, RejectsDuplicateAndMalformedNodes) {

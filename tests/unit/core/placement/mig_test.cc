@@ -140,6 +140,40 @@ TEST(MigLedgerTest, AllocateReleaseAndRepublish) {
   EXPECT_EQ(ledger.Find(NodeName("n1")), nullptr);
 }
 
+// Find by name through the flat index: after removals (slots reused), in copies (their
+// own nodes) and after moves.
+TEST(MigLedgerTest, FindByNameSurvivesChurnCopiesAndMoves) {
+  MigLedger ledger;
+  for (int i = 0; i < 40; ++i) ledger.SetNode(NodeName("n" + std::to_string(i)), A100Mig());
+  for (int i = 0; i < 40; i += 2) ledger.RemoveNode(NodeName("n" + std::to_string(i)));
+  for (int i = 40; i < 50; ++i) ledger.SetNode(NodeName("n" + std::to_string(i)), A100Mig());
+  ledger.SetNode(NodeName("n1"), {});  // an empty list removes the node too
+  for (int i = 0; i < 50; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    const bool live = i >= 40 || (i % 2 == 1 && i != 1);
+    EXPECT_EQ(ledger.Find(std::string_view(name)) != nullptr, live) << name;
+    EXPECT_EQ(ledger.Find(std::string_view(name)), ledger.Find(NodeName(name))) << name;
+  }
+  EXPECT_EQ(ledger.Find(std::string_view("n3")), &ledger.nodes().at(NodeName("n3")));
+  ASSERT_TRUE(ledger.Allocate(PodUid("p"), NodeName("n3"), {0}).ok());
+
+  MigLedger copy = ledger;
+  ASSERT_NE(copy.Find(std::string_view("n3")), nullptr);
+  EXPECT_NE(copy.Find(std::string_view("n3")), ledger.Find(std::string_view("n3")));
+  ASSERT_TRUE(copy.Release(PodUid("p")).ok());
+  EXPECT_TRUE(copy.Find(std::string_view("n3"))->IsFree(0));
+  EXPECT_FALSE(ledger.Find(std::string_view("n3"))->IsFree(0));
+  copy.RemoveNode(NodeName("n3"));
+  EXPECT_EQ(copy.Find(std::string_view("n3")), nullptr);
+  EXPECT_NE(ledger.Find(std::string_view("n3")), nullptr);
+
+  MigLedger moved = std::move(ledger);
+  ASSERT_NE(moved.Find(std::string_view("n45")), nullptr);
+  EXPECT_EQ(moved.Find(std::string_view("n45")), &moved.nodes().at(NodeName("n45")));
+  copy = moved;
+  EXPECT_EQ(copy.Find(std::string_view("n45")), &copy.nodes().at(NodeName("n45")));
+}
+
 TEST(MigTopologyTest, A100MigMachineBecomesSlicesAndMigGpusAreNotWholeGpus) {
   const topology::NodeTopology machine = topology::MakeA100MigNode();
   const auto slices = MigSlicesFromTopology(machine);

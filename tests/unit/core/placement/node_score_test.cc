@@ -139,6 +139,34 @@ TEST(NodeScoreTest, FeasibilityReasonsSplitByWhetherPreemptionHelps) {
   EXPECT_TRUE(CheckFeasibility(s, Idx(s, "planned"), member).fits());
 }
 
+// A full node with holders of three tiers: what preemption could free grows with the
+// request's priority, and a shared GPU counts only once all of its shares are lower.
+TEST(NodeScoreTest, PreemptibleGpusGrowWithTheRequestsTier) {
+  ClusterState s(StandardLevels());
+  ASSERT_TRUE(s.AddNode(MakeNode("full").NvSwitch().Pool("H100").Build()).ok());
+  ASSERT_TRUE(s.Allocate(PodUid("low"), NodeName("full"), Mask({0, 1}), 0).ok());
+  ASSERT_TRUE(s.Allocate(PodUid("mid"), NodeName("full"), Mask({2, 3, 4}), 5).ok());
+  ASSERT_TRUE(s.Allocate(PodUid("high"), NodeName("full"), Mask({5, 6}), 10).ok());
+  ASSERT_TRUE(s.AllocateShare(PodUid("share-low"), NodeName("full"), 7, 400, 0).ok());
+  ASSERT_TRUE(s.AllocateShare(PodUid("share-mid"), NodeName("full"), 7, 400, 5).ok());
+  const NodeIndex n = Idx(s, "full");
+  struct Case {
+    int priority;
+    int preemptible;
+    UnfitReason reason;
+  };
+  for (const Case& tc : std::vector<Case>{{0, 0, UnfitReason::kInUseByHigherTiers},
+                                          {1, 2, UnfitReason::kInUseByHigherTiers},
+                                          {5, 2, UnfitReason::kInUseByHigherTiers},
+                                          {6, 6, UnfitReason::kInUseByLowerTiers},
+                                          {11, 8, UnfitReason::kInUseByLowerTiers}}) {
+    SCOPED_TRACE(tc.priority);
+    const Feasibility f = CheckFeasibility(s, n, Pod(3, tc.priority));
+    EXPECT_EQ(f.preemptible, tc.preemptible);
+    EXPECT_EQ(f.reason, tc.reason);
+  }
+}
+
 TEST(NodeScoreTest, SharesPickTheFullestGpuThatFits) {
   ClusterState s(StandardLevels());
   ASSERT_TRUE(s.AddNode(MakeNode("n").Gpus(4).NvSwitch().Build()).ok());
