@@ -10,6 +10,10 @@
 //   BM_FilterServerTimeMigNoFit/N  filter where every 1g device is held (every node fails)
 //   BM_GangAdmission            256 gated members x 8 GPUs over 5,000 nodes: one admission
 //                               pass (Tick) that plans, reserves and lifts the gates
+//   BM_TickQueued/full          a full cluster (40,000 busy GPUs) and 1,000 gated 2 x 8 gangs
+//                               (a fifth of them high tier) that cannot fit: one Tick, which
+//                               holds the ledger's exclusive lock; /full after a release (a
+//                               full engine pass), /arrivals when nothing was released
 // Command: build/bench/extender/extender_bench (see bench/RESULTS.md, Extender).
 #include <benchmark/benchmark.h>
 
@@ -276,6 +280,37 @@ void BM_GangAdmission(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_GangAdmission)->Unit(benchmark::kMillisecond)->Iterations(30);
+
+void BM_TickQueued(benchmark::State& state) {
+  const bool full = state.range(0) == 1;
+  Cluster c(8);
+  for (int g = 0; g < 1000; ++g) {
+    const std::string name = fmt::format("queued-{}", g);
+    for (int m = 0; m < 2; ++m) {
+      PodInfo p = BenchPod(fmt::format("{}-{}", name, m), 8);
+      p.gang = name;
+      p.min_members = 2;
+      p.gated = true;
+      p.priority = g % 5 == 0 ? 10000 : 1000;
+      c.ext.OnPod(p);
+    }
+  }
+  c.ext.Tick();  // queue them
+  Percentiles pct;
+  for (auto _ : state) {
+    if (full) {
+      state.PauseTiming();
+      (void)c.ext.OnNode(BenchNode(0));  // a node update: something may have come free
+      state.ResumeTiming();
+    }
+    pct.Start();
+    c.ext.Tick();
+    pct.Stop();
+  }
+  pct.Report(state);
+  if (c.ext.stats().gangs_admitted.load() != 0) state.SkipWithError("a gang was admitted on a full cluster");
+}
+BENCHMARK(BM_TickQueued)->ArgName("full")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace phalanx::extender::bench

@@ -269,17 +269,29 @@ void Engine::TryGang(const GangKey& key, PassContext& ctx) {
     // The pool it would be the head of: its own, or (any pool) the one where it is
     // expected to start first; none if those have a head already or it has not waited
     // its tier's reserve_after_s yet.
+    // A head whose start cannot be predicted (the GPUs it needs are held by work without an
+    // expected end) promises nothing and holds nothing back; the shape is remembered for
+    // the pass so the replay is not repeated for every such gang.
     std::optional<HeadPlan> head;
+    auto plan_head = [&](const std::string& pool) -> std::optional<HeadPlan> {
+      const auto shape = std::make_tuple(pool, g.gpus_per_member, g.members);
+      if (ctx.unreachable.contains(shape)) return std::nullopt;
+      HeadPlan candidate = PlanHead(w, pool, ctx);
+      if (candidate.reservation.reachable) return candidate;
+      ctx.unreachable.insert(shape);
+      return std::nullopt;
+    };
     if (!g.IsShare() && tier.reserve_after_s >= 0 && ctx.now - w.since >= tier.reserve_after_s) {
       if (!queue.empty()) {
-        if (!ctx.heads.contains(queue)) head = PlanHead(w, queue, ctx);
+        if (!ctx.heads.contains(queue)) head = plan_head(queue);
       } else {
         for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
           const std::string& name = state.pool(p).name;
           if (state.pool(p).nodes.empty() || ctx.heads.contains(name)) continue;
-          HeadPlan candidate = PlanHead(w, name, ctx);
-          if (!candidate.reservation.reachable) continue;
-          if (!head || candidate.reservation.expected_start < head->reservation.expected_start) head = std::move(candidate);
+          std::optional<HeadPlan> candidate = plan_head(name);
+          if (candidate && (!head || candidate->reservation.expected_start < head->reservation.expected_start)) {
+            head = std::move(candidate);
+          }
         }
       }
     }

@@ -202,7 +202,7 @@ class Engine {
   struct HeadPlan {
     HeadReservation reservation;
     int per_member = 1;
-    std::unordered_map<placement::NodeIndex, int> free_at_start;
+    std::vector<int> free_at_start;  // by NodeIndex; -1 = not in the head's pool
     int capacity_at_start = 0;
     bool awaiting = false;  // a preemptor waiting for its victims' checkpoints
     // True (and the GPUs counted as taken) if the head still fits at its start with

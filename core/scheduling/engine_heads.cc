@@ -39,18 +39,22 @@ bool Engine::HeadPlan::TakeIfStillFits(const Admission& a, const placement::Clus
   std::unordered_map<placement::NodeIndex, int> taken;
   GpusOn(a, state, &taken);
   int lost = 0;
+  auto free_of = [&](placement::NodeIndex node) -> int* {
+    const auto i = static_cast<size_t>(node);
+    return i < free_at_start.size() && free_at_start[i] >= 0 ? &free_at_start[i] : nullptr;
+  };
   for (const auto& [node, gpus] : taken) {
-    auto it = free_at_start.find(node);
-    const int f = it == free_at_start.end() ? 0 : it->second;
-    lost += MembersOn(f, per_member) - MembersOn(std::max(0, f - gpus), per_member);
+    const int* f = free_of(node);
+    const int free = f ? *f : 0;
+    lost += MembersOn(free, per_member) - MembersOn(std::max(0, free - gpus), per_member);
   }
   if (capacity_at_start - lost < reservation.members) return false;
   capacity_at_start -= lost;
   for (const auto& [node, gpus] : taken) {
-    auto it = free_at_start.find(node);
-    if (it == free_at_start.end()) continue;
-    reservation.spare_gpus -= std::min(gpus, it->second);
-    it->second = std::max(0, it->second - gpus);
+    int* f = free_of(node);
+    if (f == nullptr) continue;
+    reservation.spare_gpus -= std::min(gpus, *f);
+    *f = std::max(0, *f - gpus);
   }
   return true;
 }
@@ -75,19 +79,21 @@ Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name
   const placement::PoolId pool = state.FindPool(pool_name);
   if (pool == placement::kNoPool) return head;
   int free_total = 0;
+  head.free_at_start.assign(static_cast<size_t>(state.NodeSlots()), -1);
   for (placement::NodeIndex n : state.pool(pool).nodes) {
     const int f = std::popcount(state.node(n).free);
-    head.free_at_start[n] = f;
+    head.free_at_start[static_cast<size_t>(n)] = f;
     head.capacity_at_start += MembersOn(f, g.gpus_per_member);
     free_total += f;
   }
   auto free_on = [&](placement::NodeIndex node, int gpus) {
-    auto it = head.free_at_start.find(node);
-    if (it == head.free_at_start.end()) return;
-    const int before = MembersOn(it->second, g.gpus_per_member);
-    it->second += gpus;
+    const auto i = static_cast<size_t>(node);
+    if (i >= head.free_at_start.size() || head.free_at_start[i] < 0) return;  // another pool
+    int& f = head.free_at_start[i];
+    const int before = MembersOn(f, g.gpus_per_member);
+    f += gpus;
     free_total += gpus;
-    head.capacity_at_start += MembersOn(it->second, g.gpus_per_member) - before;
+    head.capacity_at_start += MembersOn(f, g.gpus_per_member) - before;
   };
   auto release = [&](const Running& r) {
     for (const PodUid& uid : r.pods) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -60,6 +61,8 @@ struct Engine::PassContext {
   std::map<std::string, int> searches;  // cost-rule preemption searches per queue
   std::map<std::string, int> ahead_waiting;  // per queue: GPUs of gangs walked that still wait
   int ahead_all = 0;
+  // (pool, gpus per member, members) whose head replay found no expected start this pass.
+  std::set<std::tuple<std::string, int, int>> unreachable;
   // Per queue: cumulative GPUs of the waiting gangs in order, at the pass's start.
   std::map<std::string, std::vector<std::pair<OrderKey, int>>> ahead;
 };
