@@ -14,13 +14,8 @@ namespace {
 
 using json::Json;
 
-// obj[key] if it is an object/array/string of the wanted type; null otherwise.
-const Json* Child(const Json& obj, std::string_view key) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
+// obj[key], or nullptr when absent or null (json::Member).
+const Json* Child(const Json& obj, std::string_view key) { return json::Member(obj, key); }
 
 std::string StringOr(const Json& obj, std::string_view key, std::string fallback = "") {
   const Json* v = Child(obj, key);

@@ -11,11 +11,7 @@ namespace {
 
 using json::Json;
 
-const Json* Member(const Json& obj, std::string_view key) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
+using json::Member;
 
 // One container's MIG requests (requests win over limits; a limit alone implies the request).
 Status ContainerMig(const Json& container, const std::string& path, MigRequests& out) {

@@ -44,6 +44,12 @@ std::string JoinPath(std::string_view path, std::string_view key) {
   return fmt::format("{}.{}", path, key);
 }
 
+const Json* Member(const Json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
 namespace {
 
 Result<const Json*> Find(const Json& object, std::string_view key, std::string_view path) {

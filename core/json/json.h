@@ -37,6 +37,10 @@ Result<const Json*> GetOptional(const Json& object, std::string_view key, std::s
 Result<const Json*> GetArray(const Json& object, std::string_view key, std::string_view path);
 Result<const Json*> GetObject(const Json& object, std::string_view key, std::string_view path);
 
+// Lenient lookup for objects whose fields are all optional (Kubernetes objects): the member,
+// or nullptr when `object` is not an object, lacks `key`, or holds null there.
+const Json* Member(const Json& object, std::string_view key);
+
 // "string", "unsigned integer", ... for messages.
 std::string_view TypeName(const Json& value);
 // Joins a path and a key: JoinPath("gpus[3]", "uuid") == "gpus[3].uuid".

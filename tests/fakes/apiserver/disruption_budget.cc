@@ -9,11 +9,7 @@
 namespace phalanx::fakes::apiserver {
 namespace {
 
-const json::Json* Member(const json::Json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
+using json::Member;
 
 // metav1.LabelSelector -> the query-string form LabelSelector parses; nullopt when malformed.
 std::optional<std::string> SelectorText(const json::Json& selector) {

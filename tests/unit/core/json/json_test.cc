@@ -22,6 +22,16 @@ TEST(JsonTest, ParseRejectsOversizedDocumentBeforeParsing) {
   EXPECT_NE(r.status().message().find("exceeds the limit"), std::string::npos);
 }
 
+TEST(JsonTest, MemberIsLenient) {
+  auto doc = Parse(R"({"a": {"b": 1}, "n": null, "s": "x"})");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_NE(Member(*doc, "a"), nullptr);
+  EXPECT_EQ(Member(*Member(*doc, "a"), "b")->get<int>(), 1);
+  EXPECT_EQ(Member(*doc, "n"), nullptr);        // null counts as absent
+  EXPECT_EQ(Member(*doc, "missing"), nullptr);
+  EXPECT_EQ(Member(*Member(*doc, "s"), "x"), nullptr);  // not an object
+}
+
 TEST(JsonTest, TypedGettersNamePathAndTypes) {
   auto doc = *Parse(R"({"gpus":[{"index":"zero","memoryMiB":-1,"ok":true}]})");
   const Json& gpu = doc["gpus"][0];
