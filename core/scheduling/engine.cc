@@ -16,22 +16,6 @@ namespace phalanx::scheduling {
 
 using namespace internal;  // NOLINT: this module's own helpers
 
-std::string_view AdmitKindName(AdmitKind kind) {
-  switch (kind) {
-    case AdmitKind::kFits:
-      return "fits";
-    case AdmitKind::kBackfillEndsInTime:
-      return "backfill (ends before the head starts)";
-    case AdmitKind::kBackfillSpareGpus:
-      return "backfill (GPUs the head does not need)";
-    case AdmitKind::kPreemptibleBackfill:
-      return "preemptible backfill";
-    case AdmitKind::kPreempting:
-      return "preempting";
-  }
-  return "?";
-}
-
 Engine::Engine(EnginePolicy policy) : policy_(std::move(policy)) {
   if (!policy_.Validate().ok()) policy_ = EnginePolicy::Defaults();
 }
@@ -97,15 +81,23 @@ void Engine::EraseRunning(std::map<GangKey, Running>::iterator it) {
 void Engine::AdoptRunning(const GangRequest& g, std::string pool, std::vector<PodUid> pods, double started) {
   Forget(g.key);
   OnFinished(g.key);
+  GangRequest req = g;
+  if (req.job.empty()) req.job = g.key.str();
+  Track(std::move(req), std::move(pool), std::move(pods), started, false);
+}
+
+void Engine::Track(GangRequest g, std::string pool, std::vector<PodUid> pods, double started, bool reclaimable) {
   Running r;
-  r.req = g;
   r.pool = std::move(pool);
   r.pods = std::move(pods);
   r.started = started;
   r.expected_end = started + ExpectedDuration(g);
-  if (r.req.job.empty()) r.req.job = g.key.str();
+  r.reclaimable = reclaimable;
+  if (reclaimable) ++reclaimable_;
   forecast_.Add(g.key, r.pool, r.expected_end, g.IsShare() ? 1 : g.Gpus());
-  running_.insert_or_assign(g.key, std::move(r));
+  const GangKey key = g.key;
+  r.req = std::move(g);
+  running_.insert_or_assign(key, std::move(r));
 }
 
 double Engine::ExpectedDuration(const GangRequest& g) const {
@@ -187,18 +179,9 @@ std::optional<Admission> Engine::Place(const GangRequest& g, PassContext& ctx) {
 bool Engine::Start(Waiting& w, Admission admission, PassContext& ctx) {
   std::optional<std::vector<PodUid>> pods = ctx.driver.Admit(w.req, admission);
   if (!pods) return false;
-  const GangKey key = w.req.key;
-  Running r;
-  r.req = w.req;
-  r.pool = admission.pool;
-  r.pods = std::move(*pods);
-  r.started = ctx.now;
-  r.reclaimable = admission.kind == AdmitKind::kPreemptibleBackfill;
-  if (r.reclaimable) ++reclaimable_;
-  r.expected_end = ctx.now + ExpectedDuration(r.req);
-  forecast_.Add(key, r.pool, r.expected_end, r.req.IsShare() ? 1 : r.req.Gpus());
-  Forget(key);  // `w` is gone from here on
-  running_.insert_or_assign(key, std::move(r));
+  GangRequest req = w.req;
+  Forget(req.key);  // `w` is gone from here on
+  Track(std::move(req), admission.pool, std::move(*pods), ctx.now, admission.kind == AdmitKind::kPreemptibleBackfill);
   ++stats_.admitted;
   if (admission.backfill()) ++stats_.backfilled;
   return true;
@@ -212,134 +195,135 @@ void Engine::TryGang(const GangKey& key, PassContext& ctx) {
   const std::string& queue = g.pool;
   // GPUs of gangs before this one that still wait (for "any pool": in every pool).
   const int ahead_waiting = queue.empty() ? ctx.ahead_all : ctx.ahead_waiting[queue];
-  {
-    const bool tried = ctx.scope == Scope::kFull || w.fresh;
-    w.fresh = false;
-    if (w.since < 0) w.since = ctx.now;
-    const int gpus = g.IsShare() ? 1 : g.Gpus();
-    const TierPolicy& tier = policy_.TierOf(g.priority);
+  const bool tried = ctx.scope == Scope::kFull || w.fresh;
+  w.fresh = false;
+  if (w.since < 0) w.since = ctx.now;
+  const int gpus = g.IsShare() ? 1 : g.Gpus();
+  const TierPolicy& tier = policy_.TierOf(g.priority);
+  // It stays queued: gangs after it count its GPUs as ahead of them.
+  auto stays = [&] {
+    ctx.ahead_waiting[queue] += gpus;
+    ctx.ahead_all += gpus;
+  };
+  // Its victims are still checkpointing: it holds their pool meanwhile (§8.4).
+  auto await_victims = [&] {
+    if (!ctx.heads.contains(w.reserve_pool)) ctx.heads.emplace(w.reserve_pool, AwaitingHead(w, ctx));
+    stays();
+  };
 
-    // Backfill rules against the head of the pool the admission runs in: (a) it ends
-    // before the head's expected start; (b) the head still fits at that time with the
-    // admission's GPUs taken (member capacity per node, not a GPU count: a gang of
-    // whole nodes cannot use scattered GPUs); (c) preemptible backfill.
-    auto backfill_kind = [&](const Admission& a) -> std::optional<AdmitKind> {
-      auto h = ctx.heads.find(a.pool);
-      if (h == ctx.heads.end() || h->second.reservation.head == key) return AdmitKind::kFits;
-      if (!policy_.backfill) return std::nullopt;
-      HeadPlan& head = h->second;
-      if (head.reservation.reachable && ctx.now + ExpectedDuration(g) <= head.reservation.expected_start) {
-        return AdmitKind::kBackfillEndsInTime;
-      }
-      if (head.reservation.reachable && head.TakeIfStillFits(a, ctx.driver.state())) return AdmitKind::kBackfillSpareGpus;
-      // Spot-like work that checkpoints: the head takes it back when it is ready
-      // (only a strictly higher-priority head may).
-      if (tier.preemptible_backfill && g.checkpoints && g.priority < head.reservation.priority && !head.awaiting) {
-        return AdmitKind::kPreemptibleBackfill;
-      }
-      return std::nullopt;
-    };
-
-    if (tried) {
-      // Ending before the head needs no plan to rule out; anything else is planned, then
-      // checked against the head of the pool it landed in.
-      std::optional<Admission> admission = Place(g, ctx);
-      std::optional<AdmitKind> kind;
-      if (admission) kind = backfill_kind(*admission);
-      if (admission && kind) {
-        admission->kind = *kind;
-        if (Start(w, std::move(*admission), ctx)) return;
-      }
+  // Backfill rules against the head of the pool the admission runs in: (a) it ends
+  // before the head's expected start; (b) the head still fits at that time with the
+  // admission's GPUs taken (member capacity per node, not a GPU count: a gang of
+  // whole nodes cannot use scattered GPUs); (c) preemptible backfill.
+  auto backfill_kind = [&](const Admission& a) -> std::optional<AdmitKind> {
+    auto h = ctx.heads.find(a.pool);
+    if (h == ctx.heads.end() || h->second.reservation.head == key) return AdmitKind::kFits;
+    if (!policy_.backfill) return std::nullopt;
+    HeadPlan& head = h->second;
+    if (head.reservation.reachable && ctx.now + ExpectedDuration(g) <= head.reservation.expected_start) {
+      return AdmitKind::kBackfillEndsInTime;
     }
-
-    // It waits. A gang that would be its pool's head first takes back preemptible
-    // backfill; any gang whose wait exceeds its tier's target may buy room.
-    const placement::ClusterState& state = ctx.driver.state();
-    // Victims it preempted earlier are still checkpointing: wait for them, evict no more,
-    // and keep the GPUs they free for it (it is the head of their pool meanwhile).
-    std::erase_if(w.awaiting, [&](const GangKey& v) { return !running_.contains(v); });
-    if (!w.awaiting.empty() && ctx.now < w.awaiting_until) {
-      next_wake_ = next_wake_ ? std::min(*next_wake_, w.awaiting_until) : w.awaiting_until;
-      if (!ctx.heads.contains(w.reserve_pool)) ctx.heads.emplace(w.reserve_pool, AwaitingHead(w, ctx));
-      ctx.ahead_waiting[queue] += gpus;
-      ctx.ahead_all += gpus;
-      return;
+    if (head.reservation.reachable && head.TakeIfStillFits(a, ctx.driver.state())) return AdmitKind::kBackfillSpareGpus;
+    // Spot-like work that checkpoints: the head takes it back when it is ready
+    // (only a strictly higher-priority head may).
+    if (tier.preemptible_backfill && g.checkpoints && g.priority < head.reservation.priority && !head.awaiting) {
+      return AdmitKind::kPreemptibleBackfill;
     }
-    w.awaiting.clear();
-    // The pool it would be the head of: its own, or (any pool) the one where it is
-    // expected to start first; none if those have a head already or it has not waited
-    // its tier's reserve_after_s yet.
-    // A head whose start cannot be predicted (the GPUs it needs are held by work without an
-    // expected end) promises nothing and holds nothing back; the shape is remembered for
-    // the pass so the replay is not repeated for every such gang.
-    std::optional<HeadPlan> head;
-    auto plan_head = [&](const std::string& pool) -> std::optional<HeadPlan> {
-      const auto shape = std::make_tuple(pool, g.gpus_per_member, g.members);
-      if (ctx.unreachable.contains(shape)) return std::nullopt;
-      HeadPlan candidate = PlanHead(w, pool, ctx);
-      if (candidate.reservation.reachable) return candidate;
-      ctx.unreachable.insert(shape);
-      return std::nullopt;
-    };
-    if (!g.IsShare() && tier.reserve_after_s >= 0 && ctx.now - w.since >= tier.reserve_after_s) {
-      if (!queue.empty()) {
-        if (!ctx.heads.contains(queue)) head = plan_head(queue);
-      } else {
-        for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
-          const std::string& name = state.pool(p).name;
-          if (state.pool(p).nodes.empty() || ctx.heads.contains(name)) continue;
-          std::optional<HeadPlan> candidate = plan_head(name);
-          if (candidate && (!head || candidate->reservation.expected_start < head->reservation.expected_start)) {
-            head = std::move(candidate);
-          }
+    return std::nullopt;
+  };
+
+  if (tried) {
+    // Planned first, then checked against the head of the pool it landed in.
+    std::optional<Admission> admission = Place(g, ctx);
+    std::optional<AdmitKind> kind;
+    if (admission) kind = backfill_kind(*admission);
+    if (admission && kind) {
+      admission->kind = *kind;
+      if (Start(w, std::move(*admission), ctx)) return;
+    }
+  }
+
+  // It waits. A gang that would be its pool's head first takes back preemptible
+  // backfill; any gang whose wait exceeds its tier's target may buy room.
+  const placement::ClusterState& state = ctx.driver.state();
+  // Victims it preempted earlier are still checkpointing: wait for them, evict no more,
+  // and keep the GPUs they free for it (it is the head of their pool meanwhile).
+  std::erase_if(w.awaiting, [&](const GangKey& v) { return !running_.contains(v); });
+  if (!w.awaiting.empty() && ctx.now < w.awaiting_until) {
+    next_wake_ = next_wake_ ? std::min(*next_wake_, w.awaiting_until) : w.awaiting_until;
+    await_victims();
+    return;
+  }
+  w.awaiting.clear();
+  // The pool it would be the head of: its own, or (any pool) the one where it is
+  // expected to start first; none if those have a head already or it has not waited
+  // its tier's reserve_after_s yet.
+  // A head whose start cannot be predicted (the GPUs it needs are held by work without an
+  // expected end) promises nothing and holds nothing back; the shape is remembered for
+  // the pass so the replay is not repeated for every such gang.
+  std::optional<HeadPlan> head;
+  auto plan_head = [&](const std::string& pool) -> std::optional<HeadPlan> {
+    const auto shape = std::make_tuple(pool, g.gpus_per_member, g.members);
+    if (ctx.unreachable.contains(shape)) return std::nullopt;
+    HeadPlan candidate = PlanHead(w, pool, ctx);
+    if (candidate.reservation.reachable) return candidate;
+    ctx.unreachable.insert(shape);
+    return std::nullopt;
+  };
+  if (!g.IsShare() && tier.reserve_after_s >= 0 && ctx.now - w.since >= tier.reserve_after_s) {
+    if (!queue.empty()) {
+      if (!ctx.heads.contains(queue)) head = plan_head(queue);
+    } else {
+      for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
+        const std::string& name = state.pool(p).name;
+        if (state.pool(p).nodes.empty() || ctx.heads.contains(name)) continue;
+        std::optional<HeadPlan> candidate = plan_head(name);
+        if (candidate && (!head || candidate->reservation.expected_start < head->reservation.expected_start)) {
+          head = std::move(candidate);
         }
       }
     }
-    // A head takes back the preemptible backfill it let in.
-    if (tried && head && reclaimable_ > 0 && TryReclaim(w, head->reservation.pool, ctx)) return;
-    const int free_now = FreeGpus(state, queue);
-    const ReleaseForecast::Shadow own = forecast_.When(queue, gpus + ahead_waiting, free_now, ctx.now);
-    const double wait = own.reachable ? std::min(own.start - ctx.now, policy_.wait_horizon_s) : policy_.wait_horizon_s;
-    std::string preemption;  // what the preemption attempt found, if one ran
-    if (tried && !g.IsShare() && tier.target_wait_s >= 0 && wait > tier.target_wait_s &&
-        ctx.searches[queue] < policy_.preemption_searches_per_pass) {
-      ++ctx.searches[queue];
-      w.why.clear();
-      if (TryPreempt(w, wait, ctx)) return;
-      preemption = std::move(w.why);
-      if (!w.awaiting.empty()) {
-        // Its victims are checkpointing: from now on their GPUs are kept for it.
-        if (!ctx.heads.contains(w.reserve_pool)) ctx.heads.emplace(w.reserve_pool, AwaitingHead(w, ctx));
-        w.why = std::move(preemption);
-        ctx.ahead_waiting[queue] += gpus;
-        ctx.ahead_all += gpus;
-        return;
-      }
-    }
-    const std::string suffix = preemption.empty() ? "" : "; " + preemption;
-    if (head) {
-      const HeadReservation& h = head->reservation;
-      w.why = fmt::format("head of pool {}: needs {} x {} GPUs, {} free; expected start {}{}{}", h.pool, g.members,
-                          g.gpus_per_member, free_now,
-                          h.reachable ? "in " + Duration(h.expected_start - ctx.now) : "unknown (not enough GPUs end)",
-                          policy_.backfill ? fmt::format("; later gangs backfill if they end by then or leave it room "
-                                                         "({} spare GPUs then)", h.spare_gpus) : "",
-                          suffix);
-      const std::string pool = h.pool;
-      ctx.heads.emplace(pool, std::move(*head));
-    } else if (tried) {
-      auto h = ctx.heads.find(queue);
-      if (h != ctx.heads.end() && h->second.reservation.head != key) {
-        w.why = fmt::format("behind the head of pool {} ({}, expected start in {}); expected wait {}{}", queue,
-                            h->second.reservation.head.str(), Duration(h->second.reservation.expected_start - ctx.now),
-                            Duration(wait), suffix);
-      } else {
-        w.why = fmt::format("does not fit now ({} GPUs, {} free); expected wait {}{}", gpus, free_now, Duration(wait), suffix);
-      }
-    }
-    ctx.ahead_waiting[queue] += gpus;
-    ctx.ahead_all += gpus;
   }
+  // A head takes back the preemptible backfill it let in.
+  if (tried && head && reclaimable_ > 0 && TryReclaim(w, head->reservation.pool, ctx)) return;
+  const int free_now = FreeGpus(state, queue);
+  const ReleaseForecast::Shadow own = forecast_.When(queue, gpus + ahead_waiting, free_now, ctx.now);
+  const double wait = own.reachable ? std::min(own.start - ctx.now, policy_.wait_horizon_s) : policy_.wait_horizon_s;
+  std::string preemption;  // what the preemption attempt found, if one ran
+  if (tried && !g.IsShare() && tier.target_wait_s >= 0 && wait > tier.target_wait_s &&
+      ctx.searches[queue] < policy_.preemption_searches_per_pass) {
+    ++ctx.searches[queue];
+    w.why.clear();
+    if (TryPreempt(w, wait, ctx)) return;
+    preemption = std::move(w.why);
+    if (!w.awaiting.empty()) {
+      w.why = std::move(preemption);
+      await_victims();
+      return;
+    }
+  }
+  const std::string suffix = preemption.empty() ? "" : "; " + preemption;
+  if (head) {
+    const HeadReservation& h = head->reservation;
+    w.why = fmt::format("head of pool {}: needs {} x {} GPUs, {} free; expected start {}{}{}", h.pool, g.members,
+                        g.gpus_per_member, free_now,
+                        h.reachable ? "in " + Duration(h.expected_start - ctx.now) : "unknown (not enough GPUs end)",
+                        policy_.backfill ? fmt::format("; later gangs backfill if they end by then or leave it room "
+                                                       "({} spare GPUs then)", h.spare_gpus) : "",
+                        suffix);
+    const std::string pool = h.pool;
+    ctx.heads.emplace(pool, std::move(*head));
+  } else if (tried) {
+    auto h = ctx.heads.find(queue);
+    if (h != ctx.heads.end() && h->second.reservation.head != key) {
+      w.why = fmt::format("behind the head of pool {} ({}, expected start in {}); expected wait {}{}", queue,
+                          h->second.reservation.head.str(), Duration(h->second.reservation.expected_start - ctx.now),
+                          Duration(wait), suffix);
+    } else {
+      w.why = fmt::format("does not fit now ({} GPUs, {} free); expected wait {}{}", gpus, free_now, Duration(wait), suffix);
+    }
+  }
+  stays();
 }
 
 }  // namespace phalanx::scheduling

@@ -68,7 +68,6 @@ enum class AdmitKind {
   kPreemptibleBackfill,   // behind a head; reclaimed when the head is ready
   kPreempting,            // evicted lower-tier gangs to fit (cost rules or reclaim)
 };
-std::string_view AdmitKindName(AdmitKind kind);
 
 struct Admission {
   GangKey key;
@@ -241,6 +240,8 @@ class Engine {
   // How long a victim, re-queued, would wait to get its GPUs back.
   double ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const;
   void Forget(const GangKey& key);
+  // Records a gang as running (forecast, victim search).
+  void Track(GangRequest g, std::string pool, std::vector<PodUid> pods, double started, bool reclaimable);
   void EraseRunning(std::map<GangKey, Running>::iterator it);
 
   EnginePolicy policy_;

@@ -286,18 +286,28 @@ TEST_F(EngineTest, SharesPackOntoOnePartlyUsedGpu) {
 }
 
 TEST_F(EngineTest, ArrivalsOnlyPassPlansOnlyTheNewGangs) {
-  Nodes(1);
-  ASSERT_TRUE(engine_.Enqueue(Gang("x", 1, 8, kStandard, 0, 1000)).ok());
-  engine_.Pass(0, driver_);
-  ASSERT_TRUE(engine_.Enqueue(Gang("w1", 1, 4, kStandard, 1, 100)).ok());
+  Nodes(2);
+  // 4 GPUs busy on each node (pods the engine does not know): 8 free, but not on one node.
+  for (int n = 0; n < 2; ++n) {
+    ASSERT_TRUE(driver_.mutable_state()
+                    .Allocate(PodUid(fmt::format("busy-{}", n)), NodeName(fmt::format("n{}", n)),
+                              placement::AllGpus(4), kStandard)
+                    .ok());
+  }
+  ASSERT_TRUE(engine_.Enqueue(Gang("w1", 1, 8, kStandard, 1, 100)).ok());
+  engine_.Pass(1, driver_);
+  const uint64_t after_full = engine_.stats().plan_calls;
+  EXPECT_EQ(after_full, 1u);  // planned, did not fit
   ASSERT_TRUE(engine_.Enqueue(Gang("w2", 1, 2, kStandard, 2, 100)).ok());
-  engine_.Pass(2, driver_);
-  const uint64_t before = engine_.stats().plan_calls;
-  ASSERT_TRUE(engine_.Enqueue(Gang("w3", 1, 1, kStandard, 3, 100)).ok());
-  engine_.Pass(3, driver_, Engine::Scope::kArrivalsOnly);
-  // w1, w2 were not planned again; w3 was cut short by the free-GPU check (no plan call).
-  EXPECT_EQ(engine_.stats().plan_calls, before);
-  EXPECT_EQ(engine_.waiting(), 3u);
+  engine_.Pass(2, driver_, Engine::Scope::kArrivalsOnly);
+  // Only the arrival was planned (and started); w1 was not tried again.
+  EXPECT_TRUE(Started("w2"));
+  EXPECT_EQ(engine_.stats().plan_calls, after_full + 1);
+  // w2 ends; the full pass after it tries w1 again.
+  Finish("w2");
+  engine_.Pass(3, driver_);
+  EXPECT_EQ(engine_.stats().plan_calls, after_full + 2);
+  EXPECT_FALSE(Started("w1"));
 }
 
 TEST_F(EngineTest, WithoutBackfillTheHeadBlocksEverythingBehindIt) {
