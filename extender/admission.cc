@@ -247,6 +247,18 @@ void Extender::Tick() {
   if (leadership_.IsLeader()) Admit(now);
 }
 
+std::string Extender::PoolOf(const GangRecord& g) const {
+  if (g.plan) return g.plan->pool;
+  // Where its members hold GPUs (a gang never spans pools); its selector otherwise.
+  const placement::ClusterState& state = ledger_.state();
+  for (const PodUid& uid : g.members) {
+    const PodRecord* rec = ledger_.FindPod(uid);
+    if (rec == nullptr || rec->holding == Holding::kNone) continue;
+    if (auto node = state.FindNode(rec->node)) return state.pool(state.node(*node).pool).name;
+  }
+  return g.pool_selector;
+}
+
 scheduling::GangRequest Extender::EngineRequestOf(const GangRecord& g, int members) const {
   scheduling::GangRequest r;
   r.key = g.key;
@@ -277,18 +289,9 @@ void Extender::Admit(MonotonicTime now) {
   // Gated gangs that are complete wait in the engine; a gang that vanished, got a plan
   // elsewhere (filter of an ungated member) or changed size is withdrawn (and re-queued
   // with its new size).
-  std::set<GangKey> ready;
-  // In arrival order (first seen, then name): gangs that arrive together queue in a
-  // deterministic order, whatever the ledger's hash order.
-  std::vector<const GangRecord*> gangs;
-  gangs.reserve(ledger_.gangs().size());
-  for (const auto& [key, g] : ledger_.gangs()) gangs.push_back(&g);
-  std::sort(gangs.begin(), gangs.end(), [](const GangRecord* a, const GangRecord* b) {
-    return std::tie(a->first_seen, a->key) < std::tie(b->first_seen, b->key);
-  });
-  for (const GangRecord* gp : gangs) {
-    const GangRecord& g = *gp;
-    const GangKey& key = g.key;
+  std::set<GangKey> ready, holding_gangs;
+  std::vector<std::pair<const GangRecord*, int>> arrivals;  // to queue, with their size
+  for (const auto& [key, g] : ledger_.gangs()) {
     int gated = 0, holding = 0;
     for (const PodUid& uid : g.members) {
       const PodRecord* rec = ledger_.FindPod(uid);
@@ -297,6 +300,7 @@ void Extender::Admit(MonotonicTime now) {
     }
     const auto min = EffectiveMin(g, now);
     const int members = std::max(min.value_or(0), static_cast<int>(g.members.size()));
+    if (g.plan || holding > 0) holding_gangs.insert(key);
     if (!g.plan && gated > 0 && min && static_cast<int>(g.members.size()) >= *min) {
       ready.insert(key);
       auto it = engine_waiting_.find(key);
@@ -304,42 +308,36 @@ void Extender::Admit(MonotonicTime now) {
         (void)engine_.Remove(key);
         engine_waiting_.erase(it);
       }
-      if (!engine_waiting_.contains(key) && !engine_.IsRunning(key)) {
-        if (engine_.Enqueue(EngineRequestOf(g, members)).ok()) engine_waiting_.emplace(key, members);
-      }
-    } else if ((g.plan || holding > 0) && !engine_.IsRunning(key)) {
+      if (!engine_waiting_.contains(key) && !engine_.IsRunning(key)) arrivals.emplace_back(&g, members);
+    } else if (holding_gangs.contains(key) && !engine_.IsRunning(key)) {
       // Running without the engine's admission (planned at filter, bound through
       // kube-scheduler, or found after a restart): the engine counts its GPUs in forecasts
       // and may choose it as a victim.
       if (engine_waiting_.erase(key) > 0) (void)engine_.Remove(key);
-      engine_.AdoptRunning(EngineRequestOf(g, members), g.plan ? g.plan->pool : g.pool_selector,
+      engine_.AdoptRunning(EngineRequestOf(g, members), PoolOf(g),
                            std::vector<PodUid>(g.members.begin(), g.members.end()), EngineSeconds(g.first_seen));
       engine_running_.insert(key);
     }
   }
-  for (auto it = engine_waiting_.begin(); it != engine_waiting_.end();) {
-    if (ready.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    (void)engine_.Remove(it->first);
-    it = engine_waiting_.erase(it);
+  // New gangs queue in arrival order (first seen, then name), whatever the ledger's hash
+  // order: gangs that arrive together are ordered deterministically.
+  std::sort(arrivals.begin(), arrivals.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first->first_seen, a.first->key) < std::tie(b.first->first_seen, b.first->key);
+  });
+  for (const auto& [g, members] : arrivals) {
+    if (engine_.Enqueue(EngineRequestOf(*g, members)).ok()) engine_waiting_.emplace(g->key, members);
   }
+  std::erase_if(engine_waiting_, [&](const auto& entry) {
+    if (ready.contains(entry.first)) return false;
+    (void)engine_.Remove(entry.first);
+    return true;
+  });
   // Gangs the engine runs that hold nothing any more (finished, deleted, plan dropped).
-  for (auto it = engine_running_.begin(); it != engine_running_.end();) {
-    const GangRecord* g = ledger_.FindGang(*it);
-    bool holds = g && g->plan;
-    for (const PodUid& uid : g ? g->members : std::set<PodUid>{}) {
-      const PodRecord* rec = ledger_.FindPod(uid);
-      holds = holds || (rec && rec->holding != Holding::kNone);
-    }
-    if (holds) {
-      ++it;
-      continue;
-    }
-    engine_.OnFinished(*it);
-    it = engine_running_.erase(it);
-  }
+  std::erase_if(engine_running_, [&](const GangKey& key) {
+    if (holding_gangs.contains(key)) return false;
+    engine_.OnFinished(key);
+    return true;
+  });
   if (engine_waiting_.empty()) return;
   // Nothing came free since the last pass: what failed then fails now, so only new gangs
   // are tried. A full pass at least every second regardless (a gang's min-members may

@@ -177,6 +177,7 @@ class Extender {
   int CommittedMembers(const GangKey& key) const;
   void Admit(MonotonicTime now);                    // exclusive lock held
   scheduling::GangRequest EngineRequestOf(const GangRecord& g, int members) const;
+  std::string PoolOf(const GangRecord& g) const;  // the capacity pool a running gang holds GPUs in
   void LiftGates(const GangRecord& g);              // exclusive lock held
   void RecordFilterSummary(const PodInfo& pod, const FilterResult& r);
   double GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* notice, std::string* job) const;

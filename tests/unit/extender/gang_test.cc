@@ -273,6 +273,35 @@ TEST(GangTest, AGatedHighGangPreemptsAWholeSpotGangThenIsAdmitted) {
       << c.ext.Explain("default/urgent-1");
 }
 
+// A gated high gang that cannot fit and may not preempt (the GPUs are held by its own tier)
+// holds its pool's head: /debug/state and explain show its expected start, which comes from
+// the running gang's expected end (the high tier's default run time, 4 h, from its start).
+TEST(GangTest, AWaitingHighGangIsItsPoolsHeadWithAnExpectedStart) {
+  TestCluster c;
+  for (const auto& n : TwoDgx()) ASSERT_TRUE(c.ext.OnNode(DgxNode(n)).ok());
+  for (int i = 0; i < 2; ++i) {
+    PodInfo p = GangPod("running", i, 8, 2, /*priority=*/10000);
+    p.gated = false;
+    p.node_name = TwoDgx()[static_cast<size_t>(i)];
+    p.phase = PodPhase::kRunning;
+    c.ext.OnPod(p);
+  }
+  c.ext.Tick();  // adopted: expected to end 4 h after it was first seen
+  c.clock.Advance(1h);
+  for (int i = 0; i < 2; ++i) c.ext.OnPod(GangPod("next", i, 8, 2, /*priority=*/10000));
+  c.ext.Tick();
+  const auto heads = c.ext.StateJson()["heads"];
+  ASSERT_EQ(heads.size(), 1u) << heads.dump();
+  EXPECT_EQ(heads[0]["gang"], "default/next");
+  EXPECT_EQ(heads[0]["pool"], "H100");
+  EXPECT_NEAR(heads[0]["expectedStartInSeconds"].get<double>(), 3 * 3600, 1);
+  EXPECT_NE(c.ext.Explain("default/next-0").find("head of pool H100: needs 2 x 8 GPUs, 0 free; expected start in 3.0h"),
+            std::string::npos)
+      << c.ext.Explain("default/next-0");
+  c.ext.DrainForTest();
+  EXPECT_TRUE(c.writer.CallsOf("evict").empty());  // the same tier is never a victim
+}
+
 TEST(GangTest, UngatedGangIsPlannedOnFirstMemberFilter) {
   TestCluster c;
   for (const auto& n : TwoDgx()) ASSERT_TRUE(c.ext.OnNode(DgxNode(n)).ok());
