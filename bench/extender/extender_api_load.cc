@@ -12,9 +12,6 @@
 //   extender_api_load --extender build/extender/phalanx-extender
 //       --fake-apiserver build/tests/fakes/apiserver/fake-apiserver --write-latency-ms 5
 //       --scenario gang --members 256 --gpus 8 [--singles 20] [-- <extra extender flags>]
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +26,7 @@
 
 #include "bench/extender/bench_cluster.h"
 #include "bench/extender/bench_http.h"
+#include "tests/e2e/harness/process.h"
 
 namespace phalanx::extender::bench {
 namespace {
@@ -38,33 +36,17 @@ using json::Json;
 
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    std::_Exit(127);
+// Starts a daemon with the tests' process runner (its own process group, logs in
+// <dir>/<name>.out/.err, stopped on scope exit); exits the bench if it cannot start.
+std::unique_ptr<e2e::Process> Start(const std::string& name, const std::string& binary, std::vector<std::string> args,
+                                    const std::string& dir) {
+  auto p = e2e::Process::Start({.name = name, .binary = binary, .args = std::move(args), .env = {}, .log_dir = dir});
+  if (!p.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), p.status().message().c_str());
+    std::exit(1);
   }
-  return pid;
+  return std::move(*p);
 }
-
-struct Process {
-  pid_t pid = -1;
-  ~Process() {
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      int st = 0;
-      ::waitpid(pid, &st, 0);
-    }
-  }
-};
 
 // One request to the fake API server on a fresh connection; the status, the body in *out.
 int Api(int port, const std::string& method, const std::string& path, const std::string& body, std::string* out) {
@@ -257,16 +239,16 @@ int Main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   Bench b;
   b.nodes = (members * gpus + 7) / 8 + spare;
-  Process api;
-  api.pid = Spawn({fake, "--port-file", dir + "/port", "--write-kubeconfig", dir + "/kubeconfig", "--write-latency-ms",
-                   std::to_string(write_latency)},
-                  dir + "/fake.log");
+  auto api = Start("fake-apiserver", fake,
+                   {"--port-file", dir + "/port", "--write-kubeconfig", dir + "/kubeconfig", "--write-latency-ms",
+                    std::to_string(write_latency)},
+                   dir);
   for (auto t0 = Clock::now(); b.api_port == 0 && Since(t0) < 60;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const std::string p = ReadFile(dir + "/port");
     if (!p.empty()) b.api_port = std::stoi(p);
   }
-  if (b.api_port == 0) return std::fprintf(stderr, "fake-apiserver did not start: %s\n", ReadFile(dir + "/fake.log").c_str()), 1;
+  if (b.api_port == 0) return std::fprintf(stderr, "fake-apiserver did not start: %s\n", api->LogTail().c_str()), 1;
   Json seed = Json::array();
   seed.push_back({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "bench"}}}});
   seed.push_back({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "phalanx-system"}}}});
@@ -287,16 +269,15 @@ int Main(int argc, char** argv) {
 
   const std::string config = dir + "/extender.yaml";
   std::ofstream(config) << "httpTimeoutSeconds: 300\ngangTimeoutSeconds: 600\n";
-  std::vector<std::string> args = {binary, "--kubeconfig", dir + "/kubeconfig", "--listen", "127.0.0.1:0",
+  std::vector<std::string> args = {"--kubeconfig", dir + "/kubeconfig", "--listen", "127.0.0.1:0",
                                    "--metrics-addr", "127.0.0.1:0", "--config", config, "--leader-elect=false",
                                    "--read-timeout-seconds", "600"};
   args.insert(args.end(), extra.begin(), extra.end());
-  Process ext;
-  ext.pid = Spawn(args, dir + "/extender.log");
+  auto ext = Start("extender", binary, std::move(args), dir);
   const std::regex serving("listen=\"?[0-9.]+:([0-9]+)\"? metrics=\"?[0-9.]+:([0-9]+)");
   for (auto t0 = Clock::now(); Since(t0) < 120;) {
     std::smatch m;
-    const std::string text = ReadFile(dir + "/extender.log");
+    const std::string text = ReadFile(ext->stderr_path()) + ReadFile(ext->stdout_path());
     if (b.port == 0 && std::regex_search(text, m, serving)) {
       b.port = std::stoi(m[1]);
       b.metrics_port = std::stoi(m[2]);
@@ -308,7 +289,7 @@ int Main(int argc, char** argv) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (b.port == 0) return std::fprintf(stderr, "extender did not start:\n%s\n", ReadFile(dir + "/extender.log").c_str()), 1;
+  if (b.port == 0) return std::fprintf(stderr, "extender did not start:\n%s\n", ext->LogTail().c_str()), 1;
   std::printf("cluster: %d DGX H100 nodes, fake API server write latency %d ms; extender flags:", b.nodes, write_latency);
   for (const auto& e : extra) std::printf(" %s", e.c_str());
   std::printf("\n");
