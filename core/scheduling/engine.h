@@ -134,6 +134,8 @@ struct EngineStats {
 
 class Engine {
  public:
+  // `policy` as loaded and validated by the caller (policy_yaml.h); one that does not
+  // validate is replaced by the defaults rather than run half-understood.
   explicit Engine(EnginePolicy policy = EnginePolicy::Defaults());
 
   const EnginePolicy& policy() const { return policy_; }

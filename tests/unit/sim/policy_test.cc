@@ -52,6 +52,16 @@ TEST(PolicyTest, PhalanxNeverPlacesPartOfAGang) {
   }
 }
 
+TEST(PolicyTest, ReportCountsIdleGpusWhileAGangWaitsAndWeighsDelaysByGpus) {
+  // The 2 x 8 gang waits from t=10 to t=1000 while node 1's 8 GPUs sit free: 990 s x 8.
+  // Delays weighted by GPUs: (0 s x 8 + 990 s x 16) / 24 = 660 s.
+  Replay r = Simulate("phalanx", PartialGangWorkload(), Cluster(2, 8));
+  EXPECT_NEAR(r.report.idle_while_waiting_gpu_hours, 990.0 * 8 / 3600, 1e-9);
+  EXPECT_NEAR(r.report.gpu_weighted_queueing_delay_s, 660, 1e-9);
+  EXPECT_DOUBLE_EQ(r.report.preemptions_per_job, 0);
+  EXPECT_DOUBLE_EQ(r.report.backfilled_gpu_hours, 0);
+}
+
 TEST(PolicyTest, K8sDefaultCanDeadlockTwoGangs) {
   // Two 8-GPU nodes, each running a 4-GPU job (ending at t=50 and t=60). Gang A
   // (2 x 8) binds member 0 on the node freed at t=50; gang B (2 x 8, higher priority,
