@@ -167,6 +167,67 @@ typedef struct nvmlGpuInstanceInfo_st {
   nvmlGpuInstancePlacement_t placement;
 } nvmlGpuInstanceInfo_t;
 
+// ---- Utilisation sampling -----------------------------------------------------------
+// nvmlDeviceGetUtilizationRates: percent of the last sample period (1/6 s .. 1 s, by
+// product) in which a kernel ran (gpu) / device memory was read or written (memory).
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
+// nvmlDeviceGetProcessUtilization: one sample per process and driver sample period.
+typedef struct nvmlProcessUtilizationSample_st {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU timestamp, microseconds
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+typedef enum nvmlClockType_enum {
+  NVML_CLOCK_GRAPHICS = 0,
+  NVML_CLOCK_SM = 1,
+  NVML_CLOCK_MEM = 2,
+  NVML_CLOCK_VIDEO = 3
+} nvmlClockType_t;
+
+// nvmlDeviceGetFieldValues.
+typedef enum nvmlValueType_enum {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6
+} nvmlValueType_t;
+
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;      // NVML_FI_*; set by the caller
+  unsigned int scopeId;      // 0 = the GPU (power fields: 1 = the whole module)
+  long long timestamp;       // microseconds since 1970
+  long long latencyUsec;
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;   // per field: check before reading value
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
+// Field IDs (nvml.h R535+). NVML offers no SM-activity/occupancy field: those exist only as
+// GPM metrics (nvmlGpmMetricsGet, Hopper+), see docs/device-plugin.md.
+#define NVML_FI_DEV_POWER_AVERAGE 185  // mW, 1 s average; Ampere (not GA100) and newer
+#define NVML_FI_DEV_POWER_INSTANT 186  // mW, current; every architecture with power readings
+
 // ---- Events -----------------------------------------------------------------------
 #define nvmlEventTypeSingleBitEccError 0x0000000000000001ULL
 #define nvmlEventTypeDoubleBitEccError 0x0000000000000002ULL
