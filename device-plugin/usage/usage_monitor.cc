@@ -101,15 +101,17 @@ void UsageMonitor::Reconcile(const PodOnNode& pod, const IdleDecision& d, const 
     PHX_LOG_WARN(logger_, "Failed to patch phalanx.io/idle-since", kv("pod", pod.ns + "/" + pod.name), kv("err", s));
     return;
   }
+  // Events follow what the pod now says, so a patch that failed once still gets its Event when
+  // the retry succeeds.
   const std::string list = fmt::format("{}", fmt::join(devices, ", "));
-  if (d.transition == IdleTransition::kBecameIdle) {
+  if (!want.empty() && pod.idle_since.empty()) {
     PHX_LOG_INFO(logger_, "Pod's GPUs are idle", kv("pod", pod.ns + "/" + pod.name), kv("since", want));
     if (deps_.events) {
       deps_.events->PodEvent(pod.ns, pod.name, pod.uid, "Warning", "GpuIdle",
                              fmt::format("{} below {}% SM utilisation since {} (idle window {})", list,
                                          options_.idle.threshold_percent, want, Duration(options_.idle.window)));
     }
-  } else if (d.transition == IdleTransition::kBecameActive || (!d.idle && !pod.idle_since.empty())) {
+  } else if (want.empty()) {
     PHX_LOG_INFO(logger_, "Pod's GPUs are active again", kv("pod", pod.ns + "/" + pod.name));
     if (deps_.events) {
       deps_.events->PodEvent(pod.ns, pod.name, pod.uid, "Normal", "GpuActive",

@@ -25,6 +25,10 @@ class FakeApi final : public NodeApi {
   explicit FakeApi(PodCache& pods) : pods_(pods) {}
   Status PatchNode(const std::string&, const json&) override { return OkStatus(); }
   Status PatchPod(const std::string& ns, const std::string& name, const json& patch) override {
+    if (fail_next) {
+      fail_next = false;
+      return UnavailableError("API server down");
+    }
     patches.push_back({ns + "/" + name, patch});
     for (const auto& p : *pods_.Pods()) {
       if (p.ns != ns || p.name != name) continue;
@@ -36,6 +40,7 @@ class FakeApi final : public NodeApi {
     return OkStatus();
   }
   std::vector<std::pair<std::string, json>> patches;
+  bool fail_next = false;
 
  private:
   PodCache& pods_;
@@ -189,6 +194,19 @@ TEST_F(UsageMonitorTest, AnIdleAnnotationIsClearedWhenThePodIsBusyAndAdoptedWhen
   EXPECT_EQ(FormatRfc3339(*HolderOf(0)->idle_since), "2026-11-01T00:00:00Z");
   Run(1min);
   EXPECT_EQ(api_.patches.size(), 1u);
+}
+
+TEST_F(UsageMonitorTest, AFailedPatchIsRetriedAtTheNextPass) {
+  AddPod("idle", "u-idle", 0);
+  monitor_->SampleOnce();
+  Run(30min - 10s);
+  api_.fail_next = true;
+  Run(10s);
+  EXPECT_TRUE(api_.patches.empty());
+  Run(10s);
+  ASSERT_EQ(PatchedPods(), std::vector<std::string>{"ml/idle"});
+  EXPECT_EQ(counters_.idle_patches->WithLabels({"error"}).value()->Value(), 1);
+  EXPECT_EQ(counters_.idle_patches->WithLabels({"ok"}).value()->Value(), 1);
 }
 
 TEST_F(UsageMonitorTest, WithoutPodResourcesDevicesAreStillSampled) {
