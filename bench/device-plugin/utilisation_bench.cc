@@ -57,6 +57,7 @@ std::string MachineFile(const std::string& dir, bool mig56) {
   for (size_t g = 0; g < m["gpus"].size(); ++g) {
     auto& gpu = m["gpus"][g];
     gpu["utilisation"] = {{"curve", "sawtooth"}, {"periodSeconds", 7}, {"memoryUsedMiB", 1000}};
+    gpu["gpm"] = true;  // every query the sampler can make, GPM included
     if (!mig56) continue;
     gpu["migEnabled"] = true;
     gpu["migDevices"] = nlohmann::json::array();
@@ -64,7 +65,8 @@ std::string MachineFile(const std::string& dir, bool mig56) {
       char uuid[64];
       std::snprintf(uuid, sizeof(uuid), "MIG-bench%02zu-%02d-0000-0000-000000000000", g, i);
       gpu["migDevices"].push_back({{"uuid", uuid}, {"profileId", 19}, {"gpuInstanceId", 7 + i},
-                                   {"computeInstanceId", 0}, {"placementStart", i}, {"memoryUsedMiB", 100}});
+                                   {"computeInstanceId", 0}, {"placementStart", i}, {"memoryUsedMiB", 100},
+                                   {"gpmSm", 10 * i}});
     }
   }
   const std::string path = dir + (mig56 ? "/mig56.json" : "/dgx8.json");

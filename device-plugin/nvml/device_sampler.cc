@@ -32,6 +32,7 @@ std::string_view SampleQueryName(SampleQuery query) {
     case SampleQuery::kPowerField: return "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)";
     case SampleQuery::kSmClock: return "nvmlDeviceGetClockInfo(NVML_CLOCK_SM)";
     case SampleQuery::kSmClockMax: return "nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM)";
+    case SampleQuery::kGpm: return "GPM (nvmlGpmSampleGet/nvmlGpmMetricsGet)";
     case SampleQuery::kCount: break;
   }
   return "unknown";
@@ -42,9 +43,22 @@ DeviceSampler::DeviceSampler(NvmlApi& api, const GpuInventory& inventory) : api_
     if (gpu.uuid.empty()) continue;
     devices_.push_back(Device{.uuid = gpu.uuid.str(), .parent_uuid = gpu.uuid.str(), .gpu_index = gpu.index});
     for (const MigDeviceInfo& m : gpu.mig_devices) {
-      devices_.push_back(
-          Device{.uuid = m.uuid.str(), .parent_uuid = gpu.uuid.str(), .gpu_index = gpu.index, .mig = true});
+      devices_.push_back(Device{.uuid = m.uuid.str(), .parent_uuid = gpu.uuid.str(), .gpu_index = gpu.index,
+                                .gpu_instance_id = m.gpu_instance_id, .mig = true});
     }
+  }
+}
+
+DeviceSampler::~DeviceSampler() { Release(); }
+
+void DeviceSampler::Release() {
+  for (Device& d : devices_) {
+    for (nvmlGpmSample_t* sample : {&d.gpm_previous, &d.gpm_current}) {
+      if (*sample != nullptr) (void)api_.GpmSampleFree(*sample);
+      *sample = nullptr;
+    }
+    d.gpm_ready = false;
+    d.gpm_have_previous = false;
   }
 }
 
@@ -58,6 +72,7 @@ bool DeviceSampler::Resolve(Device& d) {
     d.handle = gpu;
     return true;
   }
+  d.parent = gpu;
   unsigned int max = 0;
   if (api_.DeviceGetMaxMigDeviceCount(gpu, &max) != NVML_SUCCESS) return false;
   for (unsigned int i = 0; i < max; ++i) {
@@ -90,6 +105,7 @@ bool DeviceSampler::Check(Device& d, SampleQuery query, nvmlReturn_t r, std::vec
   last = r;
   // A lost GPU (or a reset one) gets a fresh handle on a later pass.
   if (r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_INVALID_ARGUMENT) d.handle = nullptr;
+  if (query == SampleQuery::kGpm) d.gpm_have_previous = false;  // the next pair starts over
   return false;
 }
 
@@ -172,6 +188,41 @@ void DeviceSampler::ReadPower(Device& d, DeviceSample& s, std::vector<SampleNoti
   }
 }
 
+void DeviceSampler::ReadGpm(Device& d, DeviceSample& s, std::vector<SampleNotice>* notices) {
+  if (!Asks(d, SampleQuery::kGpm)) return;
+  nvmlDevice_t gpu = d.mig ? d.parent : d.handle;
+  if (gpu == nullptr) return;
+  if (!d.gpm_ready) {
+    nvmlGpmSupport_t support{NVML_GPM_SUPPORT_VERSION, 0};
+    nvmlReturn_t r = api_.GpmQueryDeviceSupport(gpu, &support);
+    if (r == NVML_SUCCESS && support.isSupportedDevice == 0) r = NVML_ERROR_NOT_SUPPORTED;
+    if (r == NVML_SUCCESS && d.gpm_previous == nullptr) r = api_.GpmSampleAlloc(&d.gpm_previous);
+    if (r == NVML_SUCCESS && d.gpm_current == nullptr) r = api_.GpmSampleAlloc(&d.gpm_current);
+    if (!Check(d, SampleQuery::kGpm, r, notices)) return;
+    d.gpm_ready = true;
+  }
+  const nvmlReturn_t got = d.mig ? api_.GpmMigSampleGet(gpu, d.gpu_instance_id, d.gpm_current)
+                                 : api_.GpmSampleGet(gpu, d.gpm_current);
+  if (!Check(d, SampleQuery::kGpm, got, notices)) return;
+  if (d.gpm_have_previous) {
+    if (!gpm_request_) gpm_request_ = std::make_unique<nvmlGpmMetricsGet_t>();
+    nvmlGpmMetricsGet_t& m = *gpm_request_;
+    m = nvmlGpmMetricsGet_t{};
+    m.version = NVML_GPM_METRICS_GET_VERSION;
+    m.numMetrics = 2;
+    m.sample1 = d.gpm_previous;
+    m.sample2 = d.gpm_current;
+    m.metrics[0].metricId = NVML_GPM_METRIC_SM_UTIL;
+    m.metrics[1].metricId = NVML_GPM_METRIC_SM_OCCUPANCY;
+    if (!Check(d, SampleQuery::kGpm, api_.GpmMetricsGet(&m), notices)) return;
+    auto percent = [](double v) { return std::clamp(v, 0.0, 100.0); };
+    if (m.metrics[0].nvmlReturn == NVML_SUCCESS) s.sm_active = percent(m.metrics[0].value);
+    if (m.metrics[1].nvmlReturn == NVML_SUCCESS) s.sm_occupancy = percent(m.metrics[1].value);
+  }
+  std::swap(d.gpm_previous, d.gpm_current);
+  d.gpm_have_previous = true;
+}
+
 std::vector<DeviceSample> DeviceSampler::SampleAll(std::vector<SampleNotice>* notices) {
   std::vector<DeviceSample> out;
   out.reserve(devices_.size());
@@ -189,6 +240,11 @@ std::vector<DeviceSample> DeviceSampler::SampleAll(std::vector<SampleNotice>* no
         s.memory_used_bytes = m.used;
         s.memory_total_bytes = m.total;
       }
+    }
+    ReadGpm(d, s, notices);
+    if (!s.sm_util && s.sm_active) {  // MIG devices: SM activity is the utilisation there is
+      s.sm_util = s.sm_active;
+      s.sm_util_from_gpm = true;
     }
     if (d.mig || d.handle == nullptr) continue;  // power and clocks belong to the whole GPU
     ReadPower(d, s, notices);

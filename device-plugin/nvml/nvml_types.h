@@ -224,9 +224,49 @@ typedef struct nvmlFieldValue_st {
 } nvmlFieldValue_t;
 
 // Field IDs (nvml.h R535+). NVML offers no SM-activity/occupancy field: those exist only as
-// GPM metrics (nvmlGpmMetricsGet, Hopper+), see docs/device-plugin.md.
+// GPM metrics (below), see docs/device-plugin.md.
 #define NVML_FI_DEV_POWER_AVERAGE 185  // mW, 1 s average; Ampere (not GA100) and newer
 #define NVML_FI_DEV_POWER_INSTANT 186  // mW, current; every architecture with power readings
+
+// ---- GPM (GPU Performance Monitoring, Hopper and newer) --------------------------------
+// SM activity and occupancy between two samples, per GPU or per MIG GPU instance
+// (nvmlGpmSampleGet / nvmlGpmMigSampleGet, then nvmlGpmMetricsGet on the pair).
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+
+typedef enum nvmlGpmMetricId_enum {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,  // % of time any graphics/compute engine was active
+  NVML_GPM_METRIC_SM_UTIL = 2,        // % of SMs busy, averaged over the interval
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3    // % of resident warps vs the theoretical maximum
+} nvmlGpmMetricId_t;
+
+// The array size of nvml.h R550 (go-nvml 0.13); the driver touches only numMetrics entries.
+#define NVML_GPM_METRIC_MAX 333
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION 1
+
+typedef struct nvmlGpmMetric_st {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct nvmlGpmMetricsGet_st {
+  unsigned int version;     // NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;  // the earlier sample
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+typedef struct nvmlGpmSupport_st {
+  unsigned int version;  // NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
 
 // ---- Events -----------------------------------------------------------------------
 #define nvmlEventTypeSingleBitEccError 0x0000000000000001ULL

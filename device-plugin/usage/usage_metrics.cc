@@ -43,6 +43,10 @@ const std::vector<Family>& Families() {
        [](const DeviceUsage& d, const Holder*) { return d.sample.sm_clock_mhz; }},
       {"phalanx_gpu_sm_clock_max_mhz", "Maximum SM clock (whole GPUs only).", false,
        [](const DeviceUsage& d, const Holder*) { return d.sample.sm_clock_max_mhz; }},
+      {"phalanx_gpu_sm_active", "GPM: percent of SMs busy between the last two samples (Hopper and newer, MIG instances too).",
+       false, [](const DeviceUsage& d, const Holder*) { return d.sample.sm_active; }},
+      {"phalanx_gpu_sm_occupancy", "GPM: percent of resident warps against the theoretical maximum.", false,
+       [](const DeviceUsage& d, const Holder*) { return d.sample.sm_occupancy; }},
       {"phalanx_gpu_idle", "1 while the pod holding the device has been below the idle threshold for the idle window.",
        true, [](const DeviceUsage&, const Holder* h) -> std::optional<double> { return h->idle ? 1.0 : 0.0; }},
   };

@@ -11,6 +11,7 @@
 //   phalanx_gpu_memory_used_bytes, phalanx_gpu_memory_total_bytes
 //   phalanx_gpu_power_watts             board power (GPUs only)
 //   phalanx_gpu_sm_clock_mhz, phalanx_gpu_sm_clock_max_mhz (GPUs only)
+//   phalanx_gpu_sm_active, phalanx_gpu_sm_occupancy  GPM (Hopper+; MIG instances too)
 //   phalanx_gpu_idle                    1 while the holder is idle (held devices only)
 // A value NVML did not give is left out (no series), never reported as 0.
 // Counters in the registry: phalanx_device_plugin_utilisation_samples_total,

@@ -44,6 +44,7 @@ void UsageMonitor::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  sampler_.Release();  // while NVML is still loaded (the daemon stops us before letting go of it)
 }
 
 std::shared_ptr<const UsageSnapshot> UsageMonitor::Snapshot() const {

@@ -63,7 +63,7 @@ class UsageMonitor {
   ~UsageMonitor();
 
   void Start();  // the first pass runs at once
-  void Stop();
+  void Stop();   // joins the thread and frees NVML resources (GPM samples): call before NVML goes
 
   // One pass (the thread's work; tests call it directly instead of Start()).
   void SampleOnce();

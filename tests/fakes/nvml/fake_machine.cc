@@ -137,6 +137,8 @@ Status ParseMigDevices(const Json& gpu_json, const std::string& path, const Fake
     PHX_ASSIGN_OR_RETURN(d.compute_instance_id, GetU32(j, "computeInstanceId", p));
     PHX_ASSIGN_OR_RETURN(d.placement_start, GetU32(j, "placementStart", p));
     PHX_ASSIGN_OR_RETURN(d.memory_used_mib, Optional<uint64_t>(j, "memoryUsedMiB", p, 0, json::GetUint));
+    PHX_ASSIGN_OR_RETURN(d.gpm_sm, Optional<double>(j, "gpmSm", p, 0, GetNumber));
+    if (d.gpm_sm < 0 || d.gpm_sm > 100) return InvalidArgumentError(fmt::format("{}.gpmSm: must be within 0..100", p));
     if (d.uuid.rfind("MIG-", 0) != 0 || !uuids.insert(d.uuid).second) {
       return InvalidArgumentError(fmt::format("{}.uuid: must start with MIG- and be unique", p));
     }
@@ -217,6 +219,7 @@ Result<FakeGpu> ParseGpu(const Json& j, const std::string& path, unsigned int in
     return InvalidArgumentError(fmt::format("{}.utilisation.memoryUsedMiB: more than memoryMiB", path));
   }
   PHX_ASSIGN_OR_RETURN(g.unsupported, ParseSymbols(j, path));
+  PHX_ASSIGN_OR_RETURN(g.gpm, Optional<bool>(j, "gpm", path, false, json::GetBool));
   return g;
 }
 

@@ -46,6 +46,7 @@ struct MigProfile {
 struct MigDevice {
   std::string uuid;              // "MIG-..."
   uint64_t memory_used_mib = 0;  // what nvmlDeviceGetMemoryInfo reports as used
+  double gpm_sm = 0;             // GPM SM activity of this GPU instance (constant), percent
   unsigned int profile_id = 0;
   unsigned int gpu_instance_id = 0;
   unsigned int compute_instance_id = 0;
@@ -92,6 +93,7 @@ struct FakeGpu {
   std::vector<NvLink> nvlinks;      // index = NVML link number
   bool lost = false;                // every call on this GPU fails with GPU_IS_LOST
   UtilisationCurve utilisation;
+  bool gpm = false;                   // GPM supported (Hopper and newer)
   std::set<std::string> unsupported;  // NVML symbols answering NOT_SUPPORTED on this GPU
 };
 

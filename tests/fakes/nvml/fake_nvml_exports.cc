@@ -483,6 +483,78 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
   });
 }
 
+// ---- GPM -------------------------------------------------------------------------------
+// Supported on GPUs with "gpm": true. SM activity = the GPU's curve at the later sample (a MIG
+// instance: its constant "gpmSm"), occupancy = half of it; other metrics NOT_SUPPORTED.
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* support) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (support == nullptr || support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_INVALID_ARGUMENT;
+    if (nvmlReturn_t r = Refusal(t, "nvmlGpmQueryDeviceSupport"); r != NVML_SUCCESS) return r;
+    support->isSupportedDevice = t.mig == nullptr && t.gpu.gpm ? 1 : 0;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *sample = new nvmlGpmSample_st();
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  delete sample;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t GpmSample(nvmlDevice_t device, int gpu_instance_id, nvmlGpmSample_t sample, const char* symbol) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (sample == nullptr || t.mig != nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!t.gpu.gpm) return NVML_ERROR_NOT_SUPPORTED;
+    if (nvmlReturn_t r = Refusal(t, symbol); r != NVML_SUCCESS) return r;
+    int mig = -1;
+    if (gpu_instance_id >= 0) {
+      for (size_t m = 0; m < t.gpu.mig_devices.size(); ++m) {
+        if (static_cast<int>(t.gpu.mig_devices[m].gpu_instance_id) == gpu_instance_id) mig = static_cast<int>(m);
+      }
+      if (mig < 0) return NVML_ERROR_NOT_FOUND;
+    }
+    *sample = nvmlGpmSample_st{static_cast<int>(t.gpu.index), mig, SecondsSinceLoad(t)};
+    return NVML_SUCCESS;
+  });
+}
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
+  return GpmSample(device, -1, sample, "nvmlGpmSampleGet");
+}
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpu_instance_id, nvmlGpmSample_t sample) {
+  return GpmSample(device, static_cast<int>(gpu_instance_id), sample, "nvmlGpmMigSampleGet");
+}
+
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* m) {
+  if (m == nullptr || m->version != NVML_GPM_METRICS_GET_VERSION || m->numMetrics > NVML_GPM_METRIC_MAX ||
+      m->sample1 == nullptr || m->sample2 == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  const nvmlGpmSample_st a = *m->sample1, b = *m->sample2;
+  if (a.gpu < 0 || a.gpu != b.gpu || a.mig != b.mig || b.seconds < a.seconds) return NVML_ERROR_INVALID_ARGUMENT;
+  return Driver().WithMachine([&](const phalanx::fake_nvml::FakeMachine& machine) {
+    if (b.gpu >= static_cast<int>(machine.gpus.size())) return NVML_ERROR_INVALID_ARGUMENT;
+    const FakeGpu& gpu = machine.gpus[static_cast<size_t>(b.gpu)];
+    const double sm = b.mig >= 0 ? gpu.mig_devices.at(static_cast<size_t>(b.mig)).gpm_sm : gpu.utilisation.SmAt(b.seconds);
+    for (unsigned int i = 0; i < m->numMetrics; ++i) {
+      nvmlGpmMetric_t& metric = m->metrics[i];
+      metric.nvmlReturn = NVML_SUCCESS;
+      switch (metric.metricId) {
+        case NVML_GPM_METRIC_GRAPHICS_UTIL:
+        case NVML_GPM_METRIC_SM_UTIL: metric.value = sm; break;
+        case NVML_GPM_METRIC_SM_OCCUPANCY: metric.value = sm / 2; break;
+        default: metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED; break;
+      }
+    }
+    return NVML_SUCCESS;
+  });
+}
+
 // ---- Events --------------------------------------------------------------------------
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) { return Driver().EventSetCreate(set); }
 

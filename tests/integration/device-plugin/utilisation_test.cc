@@ -192,7 +192,7 @@ TEST_F(UtilisationTest, UnsupportedUtilisationDegradesToNotMeasuredAndIsLoggedOn
   const std::string log = d.log();
   size_t lines = 0;
   for (size_t at = 0; (at = log.find("not asking it again", at)) != std::string::npos; ++at) ++lines;
-  EXPECT_EQ(lines, 8u) << log;  // 4 GPUs x 2 queries
+  EXPECT_EQ(lines, 12u) << log;  // 4 GPUs x (2 queries + GPM, which these GPUs lack)
   EXPECT_TRUE(WaitUntil([&] { return HttpGet(port, "/readyz").rfind("200", 0) == 0; })) << HttpGet(port, "/readyz");
   auto* p = Plugin("nvidia.com/gpu");
   ASSERT_NE(p, nullptr);

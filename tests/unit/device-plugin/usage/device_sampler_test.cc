@@ -52,7 +52,8 @@ TEST_F(DeviceSamplerTest, ReadsEveryQuantityOfTheCurves) {
   std::vector<SampleNotice> notices;
   auto s = sampler.SampleAll(&notices);
   ASSERT_EQ(s.size(), 4u);
-  EXPECT_TRUE(notices.empty());
+  ASSERT_EQ(notices.size(), 4u);  // only: no GPM on these (pre-Hopper) GPUs, once each
+  EXPECT_EQ(Count(notices, SampleQuery::kGpm, true), 4);
   EXPECT_EQ(s[0].uuid, inventory_.gpus[0].uuid.str());
   EXPECT_EQ(s[0].sm_util, 3.0);
   EXPECT_EQ(s[1].sm_util, 60.0);
@@ -117,7 +118,7 @@ TEST_F(DeviceSamplerTest, EverythingUnsupportedDegradesToMemoryOnly) {
   EXPECT_FALSE(s[0].power_watts.has_value());
   EXPECT_FALSE(s[0].sm_clock_mhz.has_value());
   EXPECT_EQ(s[0].memory_used_bytes, 2048ull << 20);
-  EXPECT_EQ(notices.size(), 4u * 6u);
+  EXPECT_EQ(notices.size(), 4u * 7u);  // the six queries and GPM, once per GPU
   notices.clear();
   for (int i = 0; i < 5; ++i) sampler.SampleAll(&notices);
   EXPECT_TRUE(notices.empty());
@@ -152,6 +153,40 @@ TEST_F(DeviceSamplerTest, ALostGpuHasNoValuesAndComesBackWithAFreshHandle) {
   SetEnv("FAKE_NVML_LOST_GPUS", std::nullopt);
   s = sampler.SampleAll(nullptr);
   EXPECT_EQ(s[1].sm_util, 60.0);
+}
+
+TEST_F(DeviceSamplerTest, GpmGivesSmActivityPerGpuAndPerMigInstanceFromTheSecondPassOn) {
+  Open(Edited("a100-mig.json", [](nlohmann::json& m) {
+    m["gpus"][0]["gpm"] = true;
+    m["gpus"][0]["migDevices"][0]["gpmSm"] = 42;
+    m["gpus"][0]["migDevices"][1]["gpmSm"] = 2;
+    m["gpus"][2]["gpm"] = true;
+    m["gpus"][2]["utilisation"] = {{"curve", "constant"}, {"sm", 70}};
+  }));
+  DeviceSampler sampler(*nvml_, inventory_);
+  std::vector<SampleNotice> notices;
+  auto first = sampler.SampleAll(&notices);
+  // GPU 1 and its 4 MIG devices and GPUs 3-7 have no GPM: said once each.
+  EXPECT_EQ(Count(notices, SampleQuery::kGpm, true), 1 + 4 + 5);
+  EXPECT_FALSE(first[1].sm_active.has_value());  // one sample is not an interval yet
+  notices.clear();
+  auto s = sampler.SampleAll(&notices);
+  EXPECT_TRUE(notices.empty());
+  const DeviceSample& mig0 = s[1];
+  ASSERT_TRUE(mig0.mig);
+  EXPECT_EQ(mig0.sm_active, 42.0);
+  EXPECT_EQ(mig0.sm_occupancy, 21.0);
+  EXPECT_EQ(mig0.sm_util, 42.0);  // no utilisation rates on MIG: the SM activity stands in
+  EXPECT_TRUE(mig0.sm_util_from_gpm);
+  EXPECT_EQ(s[2].sm_util, 2.0);
+  const DeviceSample& gpu2 = s[1 + 7 + 1 + 4];  // GPU 2, after GPU 0 + 7 MIG, GPU 1 + 4 MIG
+  ASSERT_EQ(gpu2.uuid, inventory_.gpus[2].uuid.str());
+  EXPECT_EQ(gpu2.sm_util, 70.0);
+  EXPECT_FALSE(gpu2.sm_util_from_gpm);
+  EXPECT_EQ(gpu2.sm_active, 70.0);
+  EXPECT_FALSE(s[1 + 7].sm_active.has_value());  // GPU 1: no GPM
+  sampler.Release();
+  sampler.Release();  // idempotent
 }
 
 }  // namespace
