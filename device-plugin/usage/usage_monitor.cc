@@ -1,5 +1,6 @@
 #include "device-plugin/usage/usage_monitor.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>

@@ -1,5 +1,7 @@
 // UsageMonitor end to end in-process: fake NVML curves, fake pod-resources, the PodCache and an
 // in-memory API, on a fake clock (10 s passes over a 30-minute window in milliseconds).
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -50,7 +52,7 @@ class UsageMonitorTest : public nvml::testing::FakeNvmlTest {
  protected:
   void SetUp() override {
     FakeNvmlTest::SetUp();
-    UseMachine("pcie-4gpu-utilisation.json");
+    SetEnv("FAKE_NVML_MACHINE", MachineFile());
     nvml_ = LoadFake();
     ASSERT_NE(nvml_, nullptr);
     session_ = nvml::NvmlSession::Open(*nvml_).value();
@@ -72,11 +74,17 @@ class UsageMonitorTest : public nvml::testing::FakeNvmlTest {
     pod_resources_.reset();
     FakeNvmlTest::TearDown();
   }
+  virtual std::string MachineFile() { return MachinePath("pcie-4gpu-utilisation.json"); }
   std::string Gpu(int i) const { return inventory_.gpus[i].uuid.str(); }
   void AddPod(const std::string& name, const std::string& uid, int gpu, const std::string& idle_since = "") {
+    AddPodOn(name, uid, Gpu(gpu), idle_since);
+  }
+  void AddPodOn(const std::string& name, const std::string& uid, const std::string& device,
+                const std::string& idle_since = "") {
     pods_.Put(PodOnNode{.uid = uid, .ns = "ml", .name = name, .phase = "Running", .gang = name + "-a0",
                         .job = "job-" + name, .priority_class = "phalanx-spot", .idle_since = idle_since});
-    held_.push_back(FakePodResources::MakePod("ml", name, "main", "nvidia.com/gpu", {Gpu(gpu)}));
+    const std::string resource = device.rfind("MIG-", 0) == 0 ? "nvidia.com/mig-1g.10gb" : "nvidia.com/gpu";
+    held_.push_back(FakePodResources::MakePod("ml", name, "main", resource, {device}));
     pod_resources_->SetPods(held_);
   }
   void RemovePod(const std::string& name) {
@@ -207,6 +215,37 @@ TEST_F(UsageMonitorTest, AFailedPatchIsRetriedAtTheNextPass) {
   ASSERT_EQ(PatchedPods(), std::vector<std::string>{"ml/idle"});
   EXPECT_EQ(counters_.idle_patches->WithLabels({"error"}).value()->Value(), 1);
   EXPECT_EQ(counters_.idle_patches->WithLabels({"ok"}).value()->Value(), 1);
+}
+
+// MIG devices: SM utilisation only through GPM (Hopper+). Instances with GPM are judged on their SM
+// activity; those of a GPU without GPM are never called idle.
+class MigUsageMonitorTest : public UsageMonitorTest {
+ protected:
+  std::string MachineFile() override {
+    std::ifstream in(MachinePath("a100-mig.json"));
+    json m = json::parse(in);
+    m["gpus"][0]["gpm"] = true;
+    m["gpus"][0]["migDevices"][0]["gpmSm"] = 1;
+    m["gpus"][0]["migDevices"][1]["gpmSm"] = 50;
+    const std::string path = TempDir() + "/mig.json";
+    std::ofstream(path) << m.dump();
+    return path;
+  }
+  std::string Mig(int gpu, int i) const { return inventory_.gpus[gpu].mig_devices[i].uuid.str(); }
+};
+
+TEST_F(MigUsageMonitorTest, InstancesAreJudgedOnGpmSmActivity) {
+  AddPodOn("mig-idle", "u1", Mig(0, 0));
+  AddPodOn("mig-busy", "u2", Mig(0, 1));
+  AddPodOn("mig-unmeasured", "u3", Mig(1, 0));  // GPU 1 has no GPM
+  monitor_->SampleOnce();
+  Run(30min + 10s);
+  EXPECT_EQ(PatchedPods(), std::vector<std::string>{"ml/mig-idle"});
+  auto summaries = monitor_->Summaries();
+  EXPECT_EQ(summaries->at(Mig(0, 0)).sm_util_5m, 1.0);
+  EXPECT_EQ(summaries->at(Mig(0, 1)).sm_util_5m, 50.0);
+  EXPECT_FALSE(summaries->at(Mig(1, 0)).sm_util_5m.has_value());  // memory only
+  EXPECT_TRUE(summaries->at(Mig(1, 0)).memory_used_mib.has_value());
 }
 
 TEST_F(UsageMonitorTest, WithoutPodResourcesDevicesAreStillSampled) {
