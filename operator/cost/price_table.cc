@@ -31,9 +31,13 @@ bool KnownTier(std::string_view tier) {
 
 }  // namespace
 
-double PriceTable::Hourly(std::string_view model, std::string_view tier) const {
+double PriceTable::Base(std::string_view model) const {
   auto it = gpu_hourly.find(std::string(model));
-  const double base = it == gpu_hourly.end() ? default_gpu_hourly : it->second;
+  return it == gpu_hourly.end() ? default_gpu_hourly : it->second;
+}
+
+double PriceTable::Hourly(std::string_view model, std::string_view tier) const {
+  const double base = Base(model);
   auto m = tier_multiplier.find(std::string(tier));
   return base * (m == tier_multiplier.end() ? 1.0 : m->second);
 }

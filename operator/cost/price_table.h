@@ -32,6 +32,8 @@ struct PriceTable {
   double default_gpu_hourly = 0;               // models not in gpu_hourly
   std::map<std::string, double> tier_multiplier;  // tier -> factor; a tier not listed: 1.0
 
+  // Price of one GPU-hour of `model` before the tier multiplier.
+  double Base(std::string_view model) const;
   // Price of one GPU-hour of `model` in `tier`.
   double Hourly(std::string_view model, std::string_view tier) const;
 };
