@@ -158,6 +158,8 @@ struct UsageStatus {
   // A pod that appears here for the first time has its idle period back-filled from
   // idle-since; later steps count from accounted_until only.
   std::map<std::string, std::string> idle_pods;
+
+  bool operator==(const UsageStatus&) const = default;
 };
 
 struct TrainingJobStatus {

@@ -52,9 +52,15 @@ UsageStep AccountUsage(const std::optional<UsageStatus>& prev, const std::vector
   std::map<std::string, std::string> idle_now;
   step.tier = TierOf(priority_class_name, std::nullopt);
   bool tier_from_pod = false;
+  static const std::string kIdleKey(kAnnotationIdleSince);
+  std::optional<int32_t> tier_priority;  // the pods of a job share a priority: one lookup
+  std::string tier;
   for (const ObservedPod& pod : pods) {
     if (!pod.start_time || pod.gpus <= 0) continue;
-    const std::string tier = TierOf(priority_class_name, pod.priority);
+    if (tier.empty() || pod.priority != tier_priority) {
+      tier = TierOf(priority_class_name, pod.priority);
+      tier_priority = pod.priority;
+    }
     if (!tier_from_pod) {
       step.tier = tier;
       tier_from_pod = true;
@@ -68,7 +74,7 @@ UsageStep AccountUsage(const std::optional<UsageStatus>& prev, const std::vector
     step.added.gpu_seconds += held;
     step.added.cost += held * per_second;
 
-    auto ann = pod.annotations.find(std::string(kAnnotationIdleSince));
+    auto ann = pod.annotations.find(kIdleKey);
     if (ann == pod.annotations.end()) continue;
     auto idle_since = ParseRfc3339(ann->second);
     if (!idle_since.ok()) continue;  // the device plugin's to fix; never guessed
