@@ -1,6 +1,6 @@
 // NodeProducts: the phalanx.io/gpu.product label of a node, for pricing a pod's GPU-hours
 // (operator/cost/price_table.h). Read with GET nodes/<name> the first time a node is asked
-// for and cached for `ttl` (a node's GPU model does not change while it lives): no node watch,
+// for and cached for `ttl` to 1.5 `ttl` (a node's GPU model does not change while it lives): no node watch,
 // whose traffic at thousands of nodes (gpu-state updates) would dwarf what the operator needs.
 // A failed read ("" = the table's default price) is retried after `retry`. Thread-safe.
 #pragma once
