@@ -28,14 +28,13 @@ std::vector<IdleDecision> IdleTracker::Update(const std::vector<PodUsage>& pods,
   out.reserve(pods.size());
   for (const PodUsage& p : pods) {
     auto it = states_.find(p.uid);
-    State s;
-    if (it != states_.end()) {
-      s = it->second;
-    } else if (p.annotated_since) {
-      s = State{p.annotated_since, true};
-    }
+    State s = it != states_.end() ? it->second : State{};
     IdleDecision d{.uid = p.uid};
-    switch (Classify(p.sm_util, options_.threshold_percent)) {
+    const Level level = Classify(p.sm_util, options_.threshold_percent);
+    // The annotation is ours to remove only when the pod is busy: until then one found on the pod
+    // (written before a restart, or by hand) stands, with its time.
+    if (p.annotated_since && !s.idle && level != Level::kActive) s = State{p.annotated_since, true};
+    switch (level) {
       case Level::kActive:
         s.low_since.reset();
         if (s.idle) d.transition = IdleTransition::kBecameActive;

@@ -6,8 +6,9 @@
 // low pass after an active one (or after it appeared); it is *idle* once the low period has lasted
 // `window`, and stops being idle at the first active pass. Unknown passes neither extend nor
 // reset anything, so a pod whose devices cannot be read is never called idle.
-// A pod seen for the first time with a phalanx.io/idle-since already on it (a restarted plugin)
-// starts idle since that time, so the annotation is neither rewritten nor re-announced.
+// A pod carrying a phalanx.io/idle-since the tracker did not decide (written before a plugin
+// restart, or by hand) is idle since that time for as long as it is not active: the annotation is
+// neither rewritten nor re-announced, and removed only at an active pass.
 // Pods missing from a pass are forgotten. Thread-compatible.
 #pragma once
 

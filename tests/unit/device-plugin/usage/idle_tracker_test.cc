@@ -69,6 +69,22 @@ TEST(IdleTrackerTest, AdoptsAnExistingAnnotationAndForgetsPodsThatLeft) {
   EXPECT_FALSE(d[0].idle);
 }
 
+TEST(IdleTrackerTest, AnAnnotationWrittenLaterIsKeptUntilThePodIsBusy) {
+  IdleTracker t({.threshold_percent = 5, .window = 30min});
+  t.Update({Pod("a", {1.0})}, kT0);  // low, not idle yet
+  PodUsage p = Pod("a", {1.0});
+  p.annotated_since = kT0 - 2h;  // someone (a previous plugin, a test) says it has been idle
+  auto d = t.Update({p}, kT0 + 10s);
+  EXPECT_TRUE(d[0].idle);
+  EXPECT_EQ(d[0].idle_since, kT0 - 2h);
+  p.sm_util = {std::nullopt};  // unmeasured: still stands
+  EXPECT_TRUE(t.Update({p}, kT0 + 20s)[0].idle);
+  p.sm_util = {50.0};  // busy: the tracker clears it (the monitor then removes the annotation)
+  d = t.Update({p}, kT0 + 30s);
+  EXPECT_FALSE(d[0].idle);
+  EXPECT_EQ(d[0].transition, IdleTransition::kBecameActive);
+}
+
 TEST(UsageHistoryTest, MeanOverTheTrailingWindowOfKnownReadings) {
   UsageHistory h(5min);
   h.Add("g", kT0, 100.0);
