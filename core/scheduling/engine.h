@@ -53,6 +53,10 @@
 
 namespace phalanx::scheduling {
 
+// EngineDriver::Evict's reason starts with this when the victim is a borrowing gang
+// evicted to give another queue its nominal quota back.
+inline constexpr std::string_view kQueueReclaimReason = "queue reclaim";
+
 struct GangRequest {
   GangKey key;          // this attempt
   std::string job;      // the same across attempts (preemption history); "" = key

@@ -107,8 +107,19 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
       if (ledger_.WithinNominal(w.team, q.pool, AmountOf(g))) pools.push_back(q.pool);
   }
   const double weight = policy_.TierOf(g.priority).weight;
+  const double patience = ledger_.config().reclaim_after_s;
+  const double waited = ctx.now - w.since;
   for (const std::string& pool : pools) {
     if (!ledger_.Manages(pool)) continue;  // nothing there is lent
+    if (waited < patience) {
+      // Running gangs are expected to free its GPUs soon enough: wait for them.
+      const ReleaseForecast::Shadow s = forecast_.When(pool, g.IsShare() ? 1 : g.Gpus(), FreeGpus(state, pool), ctx.now);
+      if (s.reachable && s.start - ctx.now <= patience) {
+        const double at = w.since + patience;
+        next_wake_ = next_wake_ ? std::min(*next_wake_, at) : at;
+        continue;
+      }
+    }
     const auto memo = std::make_pair(w.team, pool);
     if (auto f = ctx.reclaim_failed.find(memo); f != ctx.reclaim_failed.end() && g.Gpus() >= f->second) continue;
     std::vector<placement::VictimGang> candidates;
@@ -124,9 +135,11 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
       v.key = key;
       v.priority = r->second.req.priority;
       v.gpu_seconds_at_risk = how.graceful ? 0 : how.risk;
-      v.cost = how.graceful ? how.notice_cost : weight * how.risk + policy_.TierOf(v.priority).weight *
-                                                                       (r->second.req.IsShare() ? 1 : r->second.req.Gpus()) *
-                                                                       policy_.restart_overhead_s;
+      // Lost work or the preemptor's wait, plus the victim's restart (its footprint:
+      // smaller victims first).
+      v.cost = (how.graceful ? how.notice_cost : weight * how.risk) +
+               policy_.TierOf(v.priority).weight * (r->second.req.IsShare() ? 1 : r->second.req.Gpus()) *
+                   policy_.restart_overhead_s;
       v.pods = r->second.pods;
       candidates.push_back(std::move(v));
       keys.push_back(key);
@@ -145,7 +158,7 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
     stats_.queue_reclaims += result->decision->victims.size();
     const std::string why = fmt::format("queue {} reclaims its nominal quota of {} ({} GPUs lent out)", w.team, pool,
                                         static_cast<double>(ledger_.UsageOf(w.team, pool).lent) / kMilliGpu);
-    return EvictAndStart(w, *result->decision, keys, graceful, fmt::format("reclaimed for {}: {}", g.key.str(), why), why,
+    return EvictAndStart(w, *result->decision, keys, graceful, fmt::format("{} for {}: {}", kQueueReclaimReason, g.key.str(), why), why,
                          ctx);
   }
   return false;

@@ -67,6 +67,10 @@ struct QueueConfig {
   // quota by the tier rules (the critical tier by default); below it, tier preemption
   // across queues takes only borrowed capacity. Negative: never.
   int cross_queue_preemption_priority = 1000000;
+  // A gang within its queue's nominal quota takes lent GPUs back only once it waited this
+  // long, or at once if running gangs are not expected to free its GPUs within this
+  // time (each reclaim is a preemption; a short wait lets natural ends serve it).
+  double reclaim_after_s = 0;
   bool enabled() const { return !queues.empty(); }
   // InvalidArgument naming the field ("queues[2].quotas[0].nominal: must be >= 0").
   Status Validate() const;
@@ -80,6 +84,9 @@ Result<std::vector<QueueSpec>> ParseQueueList(const YAML::Node& node, std::strin
 // A mapping holding `queues:`, `defaultQueue:` and optionally `crossQueuePreemptionPriority:`
 // (other keys are the caller's to check).
 Result<QueueConfig> ParseQueueConfigFrom(const YAML::Node& mapping, std::string_view where = "");
+// The keys ParseQueueConfigFrom reads: queues, defaultQueue, crossQueuePreemptionPriority,
+// reclaimAfterSeconds.
+const std::vector<std::string>& QueueConfigKeys();
 
 // Milli-GPUs of one device of a MIG profile ("3g.40gb" -> 3/7 of a GPU = 428); 0 if the
 // profile is not "<n>g.<mem>".

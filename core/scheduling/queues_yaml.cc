@@ -113,6 +113,7 @@ Result<QueueConfig> ParseQueueConfigFrom(const YAML::Node& mapping, std::string_
   PHX_RETURN_IF_ERROR(Read(mapping, "defaultQueue", where.empty() ? "defaultQueue" : where, &c.default_queue));
   PHX_RETURN_IF_ERROR(Read(mapping, "crossQueuePreemptionPriority", where.empty() ? "crossQueuePreemptionPriority" : where,
                            &c.cross_queue_preemption_priority));
+  PHX_RETURN_IF_ERROR(Read(mapping, "reclaimAfterSeconds", where.empty() ? "reclaimAfterSeconds" : where, &c.reclaim_after_s));
   Status valid = c.Validate();
   if (!valid.ok()) return InvalidArgumentError(prefix + std::string(valid.message()));
   return c;
@@ -185,8 +186,17 @@ Status ValidateList(const std::vector<QueueSpec>& queues, std::string_view where
 
 }  // namespace
 
+const std::vector<std::string>& QueueConfigKeys() {
+  static const std::vector<std::string> kKeys = {"queues", "defaultQueue", "crossQueuePreemptionPriority",
+                                                 "reclaimAfterSeconds"};
+  return kKeys;
+}
+
 Status QueueConfig::Validate() const {
   PHX_RETURN_IF_ERROR(ValidateList(queues, "queues"));
+  if (!(reclaim_after_s >= 0) || !std::isfinite(reclaim_after_s)) {
+    return InvalidArgumentError("reclaimAfterSeconds: must be a number of seconds >= 0");
+  }
   if (queues.empty()) return OkStatus();
   const QueueSpec* d = nullptr;
   for (const QueueSpec& q : queues)
