@@ -69,6 +69,7 @@ struct Engine::PassContext {
   // valid while no gang was evicted (stats().preemptions unchanged).
   std::map<std::pair<std::string, std::string>, int> reclaim_failed;
   uint64_t reclaim_epoch = 0;
+  std::map<std::string, int> reclaim_searches;  // per pool, bounded like cost-rule searches
 };
 
 }  // namespace phalanx::scheduling

@@ -25,33 +25,38 @@ void Engine::QueueWalk(PassContext& ctx) {
     ledger_.SetCapacity(state.pool(p).name, static_cast<Milli>(state.pool(p).total_gpus) * kMilliGpu);
   }
   struct Cursor {
+    const std::string* team;
     std::vector<GangKey> keys;
     size_t next = 0;
   };
-  std::map<std::string, Cursor> cursors;
+  std::vector<Cursor> cursors;
+  cursors.reserve(by_queue_.size());
   for (const auto& [team, gangs] : by_queue_) {
-    Cursor& c = cursors[team];
+    Cursor& c = cursors.emplace_back(Cursor{&team, {}, 0});
     c.keys.reserve(gangs.size());
     for (const auto& [order, key] : gangs) c.keys.push_back(key);
   }
-  using Turn = std::tuple<int, double, std::string>;
-  auto turn_of = [&](const std::string& team, const Cursor& c) -> Turn {
+  // (0: its next gang runs within nominal, weighted share, cursor index: queues by name).
+  using Turn = std::tuple<int, double, size_t>;
+  auto turn_of = [&](size_t i) -> Turn {
+    const Cursor& c = cursors[i];
     auto it = waiting_.find(c.keys[c.next]);
-    const bool within = it != waiting_.end() && ledger_.WithinNominal(team, it->second.req.pool, AmountOf(it->second.req));
-    return {within ? 0 : 1, ledger_.Share(team), team};
+    const bool within = it != waiting_.end() && ledger_.WithinNominal(*c.team, it->second.req.pool, AmountOf(it->second.req));
+    return {within ? 0 : 1, ledger_.Share(*c.team), i};
   };
   std::priority_queue<Turn, std::vector<Turn>, std::greater<>> turns;
-  for (const auto& [team, c] : cursors) turns.push(turn_of(team, c));
+  for (size_t i = 0; i < cursors.size(); ++i) turns.push(turn_of(i));
   while (!turns.empty()) {
-    Turn top = turns.top();
+    const Turn top = turns.top();
     turns.pop();
-    Cursor& c = cursors.at(std::get<2>(top));
-    if (Turn now = turn_of(std::get<2>(top), c); now != top) {
-      turns.push(std::move(now));
+    const size_t i = std::get<2>(top);
+    if (Turn now = turn_of(i); now != top) {
+      turns.push(now);
       continue;
     }
+    Cursor& c = cursors[i];
     TryGang(c.keys[c.next++], ctx);
-    if (c.next < c.keys.size()) turns.push(turn_of(std::get<2>(top), c));
+    if (c.next < c.keys.size()) turns.push(turn_of(i));
   }
 }
 
@@ -122,6 +127,9 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
     }
     const auto memo = std::make_pair(w.team, pool);
     if (auto f = ctx.reclaim_failed.find(memo); f != ctx.reclaim_failed.end() && g.Gpus() >= f->second) continue;
+    // Each search scores every borrowing gang of the pool: as many per pass as cost-rule
+    // preemption searches; the rest wait for the next pass.
+    if (ctx.reclaim_searches[pool] >= policy_.preemption_searches_per_pass) continue;
     std::vector<placement::VictimGang> candidates;
     std::vector<GangKey> keys;
     std::vector<bool> graceful;
@@ -146,6 +154,7 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
       graceful.push_back(how.graceful);
     }
     if (candidates.empty()) continue;
+    ++ctx.reclaim_searches[pool];
     // Quota outranks tier: any borrowing gang may be taken back (priority above all).
     placement::PreemptionRequest req{.preemptor = SpecOf(g, pool, state), .priority = INT_MAX, .candidates = candidates};
     req.rank = placement::VictimRank::kCost;
@@ -158,8 +167,8 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
     stats_.queue_reclaims += result->decision->victims.size();
     const std::string why = fmt::format("queue {} reclaims its nominal quota of {} ({} GPUs lent out)", w.team, pool,
                                         static_cast<double>(ledger_.UsageOf(w.team, pool).lent) / kMilliGpu);
-    return EvictAndStart(w, *result->decision, keys, graceful, fmt::format("{} for {}: {}", kQueueReclaimReason, g.key.str(), why), why,
-                         ctx);
+    return EvictAndStart(w, *result->decision, keys, graceful,
+                         fmt::format("{} for {}: {}", kQueueReclaimReason, g.key.str(), why), why, ctx);
   }
   return false;
 }

@@ -1,4 +1,6 @@
-// GPU queues: usage accounting and the admission rules (queues.h has the rules).
+// GPU queues: usage accounting and the admission rules (queues.h has the rules). Queues
+// and pools are indexed so that a check is O(1) in the number of queues: each group's
+// shared usage is kept up to date as gangs start and end.
 #include "core/scheduling/queues.h"
 
 #include <algorithm>
@@ -17,6 +19,8 @@ std::string Gpus(Milli m) {
   return fmt::format("{:.3g}", static_cast<double>(m) / kMilliGpu);
 }
 
+Milli Over(Milli used, Milli guaranteed) { return std::max<Milli>(0, used - guaranteed); }
+
 }  // namespace
 
 const PoolQuota* QueueSpec::QuotaOf(std::string_view pool) const {
@@ -28,63 +32,142 @@ const PoolQuota* QueueSpec::QuotaOf(std::string_view pool) const {
 QueueLedger::QueueLedger(QueueConfig config) {
   if (!config.Validate().ok()) return;
   config_ = std::move(config);
-  for (const QueueSpec& q : config_.queues) nodes_[q.name].spec = &q;
-  for (const QueueSpec& q : config_.queues) {
-    if (!q.parent.empty()) nodes_[q.parent].children.push_back(q.name);
-    for (const PoolQuota& p : q.quotas) managed_.insert(p.pool);
+  const int n = static_cast<int>(config_.queues.size());
+  queues_.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    queues_[i].spec = &config_.queues[static_cast<size_t>(i)];
+    ids_.emplace(config_.queues[static_cast<size_t>(i)].name, i);
   }
+  std::map<std::string, int> cohorts;
+  for (int i = 0; i < n; ++i) {
+    Queue& q = queues_[static_cast<size_t>(i)];
+    if (!q.spec->parent.empty()) {
+      q.parent = ids_.at(q.spec->parent);
+      queues_[static_cast<size_t>(q.parent)].children.push_back(i);
+    }
+  }
+  // Groups: a parent's children; a cohort's top-level queues; a lone queue.
+  for (int i = 0; i < n; ++i) {
+    Queue& q = queues_[static_cast<size_t>(i)];
+    if (q.parent >= 0) continue;
+    if (!q.children.empty()) {
+      const int g = static_cast<int>(groups_.size());
+      groups_.push_back(q.children);
+      for (int c : q.children) queues_[static_cast<size_t>(c)].group = g;
+    }
+    if (q.spec->cohort.empty()) {
+      q.group = static_cast<int>(groups_.size());
+      groups_.push_back({i});
+      continue;
+    }
+    auto [it, added] = cohorts.emplace(q.spec->cohort, static_cast<int>(groups_.size()));
+    if (added) groups_.emplace_back();
+    q.group = it->second;
+    groups_[static_cast<size_t>(q.group)].push_back(i);
+  }
+  for (const QueueSpec& q : config_.queues)
+    for (const PoolQuota& p : q.quotas) pools_[static_cast<size_t>(EnsurePool(p.pool))].managed = true;
+}
+
+int QueueLedger::IdOf(std::string_view queue) const {
+  auto it = ids_.find(queue);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+int QueueLedger::PoolIdOf(std::string_view pool) const {
+  auto it = pool_ids_.find(pool);
+  return it == pool_ids_.end() ? -1 : it->second;
+}
+
+int QueueLedger::EnsurePool(const std::string& name) {
+  if (int id = PoolIdOf(name); id >= 0) return id;
+  const int id = static_cast<int>(pools_.size());
+  pool_ids_.emplace(name, id);
+  Pool p;
+  p.name = name;
+  const size_t n = queues_.size(), g = groups_.size();
+  p.nominal.assign(n, 0);
+  p.lendable.assign(n, 0);
+  p.used.assign(n, 0);
+  p.group_lendable.assign(g, 0);
+  p.group_guaranteed.assign(g, 0);
+  p.group_shared_used.assign(g, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (const PoolQuota* q = queues_[i].spec->QuotaOf(name)) {
+      p.nominal[i] = q->nominal;
+      p.lendable[i] = q->lending_limit ? std::min(q->nominal, *q->lending_limit) : q->nominal;
+    }
+    const auto group = static_cast<size_t>(queues_[i].group);
+    p.group_lendable[group] += p.lendable[i];
+    p.group_guaranteed[group] += p.nominal[i] - p.lendable[i];
+  }
+  pools_.push_back(std::move(p));
+  return id;
+}
+
+bool QueueLedger::Manages(std::string_view pool) const {
+  const int p = PoolIdOf(pool);
+  return p >= 0 && pools_[static_cast<size_t>(p)].managed;
 }
 
 const QueueSpec* QueueLedger::Find(std::string_view queue) const {
-  auto it = nodes_.find(queue);
-  return it == nodes_.end() ? nullptr : it->second.spec;
+  const int q = IdOf(queue);
+  return q < 0 ? nullptr : queues_[static_cast<size_t>(q)].spec;
 }
 
 bool QueueLedger::IsLeaf(std::string_view queue) const {
-  auto it = nodes_.find(queue);
-  return it != nodes_.end() && it->second.children.empty();
+  const int q = IdOf(queue);
+  return q >= 0 && queues_[static_cast<size_t>(q)].children.empty();
 }
 
 const std::string& QueueLedger::Resolve(std::string_view queue) const {
-  auto it = nodes_.find(queue);
-  if (it != nodes_.end() && it->second.children.empty()) return it->first;
+  const int q = IdOf(queue);
+  if (q >= 0 && queues_[static_cast<size_t>(q)].children.empty()) return queues_[static_cast<size_t>(q)].spec->name;
   return config_.default_queue;
 }
 
 void QueueLedger::SetCapacity(std::string_view pool, Milli capacity) {
-  auto it = capacity_.find(pool);
-  if (it == capacity_.end()) {
-    capacity_.emplace(std::string(pool), capacity);
-  } else {
-    it->second = capacity;
-  }
+  if (!enabled()) return;
+  pools_[static_cast<size_t>(EnsurePool(std::string(pool)))].capacity = capacity;
+}
+
+void QueueLedger::ChangeUsage(int q, int p, Milli delta) {
+  Pool& pool = pools_[static_cast<size_t>(p)];
+  const auto i = static_cast<size_t>(q);
+  const Milli g = Guaranteed(q, p);
+  const Milli before = Over(pool.used[i], g);
+  pool.used[i] += delta;
+  pool.group_shared_used[static_cast<size_t>(queues_[i].group)] += Over(pool.used[i], g) - before;
 }
 
 void QueueLedger::Add(const GangKey& key, const std::string& queue, const std::string& pool, Milli amount,
                       int priority, double started) {
   Remove(key);
-  gangs_.emplace(key, Gang{queue, pool, amount, priority, started, next_seq_++});
-  usage_[{queue, pool}] += amount;
-  members_[{queue, pool}].insert(key);
-  if (const QueueSpec* s = Find(queue); s && !s->parent.empty()) usage_[{s->parent, pool}] += amount;
+  const int q = IdOf(queue);
+  if (q < 0) return;
+  const int p = EnsurePool(pool);
+  gangs_.emplace(key, Gang{q, p, amount, priority, started, next_seq_++});
+  ChangeUsage(q, p, amount);
+  if (const int parent = queues_[static_cast<size_t>(q)].parent; parent >= 0) ChangeUsage(parent, p, amount);
+  members_[{q, p}].insert(key);
+  all_borrowing_.reset();
 }
 
 void QueueLedger::Remove(const GangKey& key) {
   auto it = gangs_.find(key);
   if (it == gangs_.end()) return;
   const Gang& g = it->second;
-  usage_[{g.queue, g.pool}] -= g.amount;
+  ChangeUsage(g.queue, g.pool, -g.amount);
+  if (const int parent = queues_[static_cast<size_t>(g.queue)].parent; parent >= 0) ChangeUsage(parent, g.pool, -g.amount);
   members_[{g.queue, g.pool}].erase(key);
-  if (const QueueSpec* s = Find(g.queue); s && !s->parent.empty()) usage_[{s->parent, g.pool}] -= g.amount;
   gangs_.erase(it);
+  all_borrowing_.reset();
 }
 
-Milli QueueLedger::Used(std::string_view queue, std::string_view pool) const {
-  auto it = usage_.find({std::string(queue), std::string(pool)});
-  return it == usage_.end() ? 0 : it->second;
+Milli QueueLedger::Usage(std::string_view queue, std::string_view pool) const {
+  const int q = IdOf(queue), p = PoolIdOf(pool);
+  return q < 0 || p < 0 ? 0 : pools_[static_cast<size_t>(p)].used[static_cast<size_t>(q)];
 }
-
-Milli QueueLedger::Usage(std::string_view queue, std::string_view pool) const { return Used(queue, pool); }
 
 Milli QueueLedger::Nominal(std::string_view queue, std::string_view pool) const {
   const QueueSpec* s = Find(queue);
@@ -92,75 +175,65 @@ Milli QueueLedger::Nominal(std::string_view queue, std::string_view pool) const 
   return q ? q->nominal : 0;
 }
 
-Milli QueueLedger::Lendable(std::string_view queue, std::string_view pool) const {
-  const QueueSpec* s = Find(queue);
-  const PoolQuota* q = s ? s->QuotaOf(pool) : nullptr;
-  if (q == nullptr) return 0;
-  return q->lending_limit ? std::min(q->nominal, *q->lending_limit) : q->nominal;
-}
-
-Milli QueueLedger::Guaranteed(std::string_view queue, std::string_view pool) const {
-  return Nominal(queue, pool) - Lendable(queue, pool);
-}
-
-std::vector<std::string> QueueLedger::GroupOf(std::string_view queue) const {
-  const QueueSpec* s = Find(queue);
-  if (s == nullptr) return {};
-  if (!s->parent.empty()) return nodes_.at(s->parent).children;
-  if (s->cohort.empty()) return {s->name};
-  std::vector<std::string> group;
-  for (const QueueSpec& q : config_.queues)
-    if (q.parent.empty() && q.cohort == s->cohort) group.push_back(q.name);
-  return group;
-}
-
-Milli QueueLedger::SharedUsed(std::string_view queue, std::string_view pool) const {
-  Milli used = 0;
-  for (const std::string& m : GroupOf(queue)) used += std::max<Milli>(0, Used(m, pool) - Guaranteed(m, pool));
-  return used;
-}
-
-Milli QueueLedger::SharedCapacity(std::string_view queue, std::string_view pool) const {
-  const QueueSpec* s = Find(queue);
-  if (s == nullptr) return 0;
-  if (s->parent.empty()) {
-    Milli cap = 0;
-    for (const std::string& m : GroupOf(queue)) cap += Lendable(m, pool);
-    return cap;
-  }
+Milli QueueLedger::SharedCapacity(int q, int p) const {
+  const Queue& queue = queues_[static_cast<size_t>(q)];
+  const Pool& pool = pools_[static_cast<size_t>(p)];
+  const auto group = static_cast<size_t>(queue.group);
+  if (queue.parent < 0) return pool.group_lendable[group];
   // Siblings share what their parent holds or may still take.
-  Milli guaranteed = 0;
-  for (const std::string& m : GroupOf(queue)) guaranteed += Guaranteed(m, pool);
-  const Milli parent_room = Room(s->parent, pool);
-  return std::max<Milli>(0, Used(s->parent, pool) + std::min(parent_room, kUnlimited) - guaranteed);
+  const Milli parent_room = std::min(RoomOf(queue.parent, p), kUnlimited);
+  return std::max<Milli>(0, pool.used[static_cast<size_t>(queue.parent)] + parent_room - pool.group_guaranteed[group]);
 }
 
-Milli QueueLedger::Room(std::string_view queue, std::string_view pool) const {
-  const QueueSpec* s = Find(queue);
-  if (s == nullptr) return 0;
-  const PoolQuota* quota = s->QuotaOf(pool);
-  const Milli nominal = quota ? quota->nominal : 0;
-  const Milli used = Used(queue, pool);
+Milli QueueLedger::RoomOf(int q, int p) const {
+  const Queue& queue = queues_[static_cast<size_t>(q)];
+  const Pool& pool = pools_[static_cast<size_t>(p)];
+  const auto i = static_cast<size_t>(q);
+  const Milli nominal = pool.nominal[i], used = pool.used[i];
   const Milli within = nominal - used;
-  if (s->parent.empty() && s->cohort.empty()) return std::max<Milli>(0, within);
+  if (queue.parent < 0 && queue.spec->cohort.empty()) return std::max<Milli>(0, within);
+  const PoolQuota* quota = queue.spec->QuotaOf(pool.name);
   const Milli limit = quota && quota->borrowing_limit ? nominal + *quota->borrowing_limit - used : kUnlimited;
-  const Milli borrow = std::max<Milli>(0, Guaranteed(queue, pool) - used) + SharedCapacity(queue, pool) -
-                       SharedUsed(queue, pool);
+  const Milli borrow = std::max<Milli>(0, Guaranteed(q, p) - used) + SharedCapacity(q, p) -
+                       pool.group_shared_used[static_cast<size_t>(queue.group)];
   return std::max<Milli>(0, std::max(within, std::min(limit, borrow)));
 }
 
+Milli QueueLedger::Room(std::string_view queue, std::string_view pool) const {
+  const int q = IdOf(queue);
+  if (q < 0) return 0;
+  const int p = PoolIdOf(pool);
+  if (p < 0) {
+    // A pool nobody uses or has quota in: not managed, no usage; only borrowing from
+    // nowhere — the nominal quota (0) is all there is.
+    return 0;
+  }
+  return RoomOf(q, p);
+}
+
 QueueLedger::Fit QueueLedger::Check(std::string_view queue, std::string_view pool, Milli amount) const {
-  const QueueSpec* s = Find(queue);
-  if (s == nullptr) return Fit::kNoRoom;
-  if (!Manages(pool)) return Fit::kWithinNominal;  // not limited by queues
-  if (Used(queue, pool) + amount <= Nominal(queue, pool)) return Fit::kWithinNominal;
-  return amount <= Room(queue, pool) ? Fit::kBorrowing : Fit::kNoRoom;
+  const int q = IdOf(queue);
+  if (q < 0) return Fit::kNoRoom;
+  const int p = PoolIdOf(pool);
+  if (p < 0 || !pools_[static_cast<size_t>(p)].managed) return Fit::kWithinNominal;  // not limited by queues
+  const Pool& data = pools_[static_cast<size_t>(p)];
+  if (data.used[static_cast<size_t>(q)] + amount <= data.nominal[static_cast<size_t>(q)]) return Fit::kWithinNominal;
+  return amount <= RoomOf(q, p) ? Fit::kBorrowing : Fit::kNoRoom;
+}
+
+bool QueueLedger::WithinNominal(std::string_view queue, std::string_view pool, Milli amount) const {
+  if (!pool.empty()) return Check(queue, pool, amount) == Fit::kWithinNominal;
+  const int q = IdOf(queue);
+  if (q < 0) return false;
+  for (const PoolQuota& quota : queues_[static_cast<size_t>(q)].spec->quotas)
+    if (Usage(queue, quota.pool) + amount <= quota.nominal) return true;
+  return false;
 }
 
 std::string QueueLedger::Explain(std::string_view queue, std::string_view pool, Milli amount) const {
   const QueueSpec* s = Find(queue);
   if (s == nullptr) return fmt::format("queue {} is not configured", queue);
-  const Milli used = Used(queue, pool), nominal = Nominal(queue, pool);
+  const Milli used = Usage(queue, pool), nominal = Nominal(queue, pool);
   const std::string head = fmt::format("queue {} is at {}/{} nominal GPUs of {}", queue, Gpus(used), Gpus(nominal), pool);
   const PoolQuota* quota = s->QuotaOf(pool);
   if (quota && quota->borrowing_limit && used + amount > nominal + *quota->borrowing_limit) {
@@ -170,123 +243,135 @@ std::string QueueLedger::Explain(std::string_view queue, std::string_view pool, 
   if (s->parent.empty() && s->cohort.empty()) return head + " and has no cohort to borrow from";
   const std::string group = s->parent.empty() ? "its cohort " + s->cohort : "its parent " + s->parent;
   const Milli room = Room(queue, pool);
-  if (room <= std::max<Milli>(0, nominal - used)) return fmt::format("{} and {} has none to lend", head, group);
-  return fmt::format("{} and {} has {} to lend; this gang needs {}", head, group, Gpus(room - std::max<Milli>(0, nominal - used)),
-                     Gpus(amount));
+  const Milli unused = std::max<Milli>(0, nominal - used);
+  if (room <= unused) return fmt::format("{} and {} has none to lend", head, group);
+  return fmt::format("{} and {} has {} to lend; this gang needs {}", head, group, Gpus(room - unused), Gpus(amount));
 }
 
 QueuePoolUsage QueueLedger::UsageOf(std::string_view queue, std::string_view pool) const {
   QueuePoolUsage u;
   u.pool = std::string(pool);
   u.nominal = Nominal(queue, pool);
-  u.usage = Used(queue, pool);
+  u.usage = Usage(queue, pool);
   u.borrowed = std::max<Milli>(0, u.usage - u.nominal);
+  const int q = IdOf(queue), p = PoolIdOf(pool);
+  if (q < 0 || p < 0) return u;
+  const Pool& data = pools_[static_cast<size_t>(p)];
   // What the group borrows is spread over its lenders by their unused lendable quota.
-  const Milli unused = std::min(Lendable(queue, pool), std::max<Milli>(0, u.nominal - u.usage));
-  if (unused > 0) {
-    Milli borrowed = 0, lendable = 0;
-    for (const std::string& m : GroupOf(queue)) {
-      borrowed += std::max<Milli>(0, Used(m, pool) - Nominal(m, pool));
-      lendable += std::min(Lendable(m, pool), std::max<Milli>(0, Nominal(m, pool) - Used(m, pool)));
-    }
-    if (lendable > 0) u.lent = std::min(unused, borrowed * unused / lendable);
+  auto unused_of = [&](int m) {
+    const auto i = static_cast<size_t>(m);
+    return std::min(data.lendable[i], std::max<Milli>(0, data.nominal[i] - data.used[i]));
+  };
+  const Milli unused = unused_of(q);
+  if (unused <= 0) return u;
+  Milli borrowed = 0, lendable = 0;
+  for (int m : groups_[static_cast<size_t>(queues_[static_cast<size_t>(q)].group)]) {
+    const auto i = static_cast<size_t>(m);
+    borrowed += std::max<Milli>(0, data.used[i] - data.nominal[i]);
+    lendable += unused_of(m);
   }
+  if (lendable > 0) u.lent = std::min(unused, borrowed * unused / lendable);
   return u;
 }
 
 std::vector<std::string> QueueLedger::Pools() const {
-  std::set<std::string> pools;
-  for (const QueueSpec& q : config_.queues)
-    for (const PoolQuota& p : q.quotas) pools.insert(p.pool);
-  for (const auto& [qp, used] : usage_)
-    if (used > 0) pools.insert(qp.second);
-  return {pools.begin(), pools.end()};
-}
-
-bool QueueLedger::WithinNominal(std::string_view queue, std::string_view pool, Milli amount) const {
-  if (!pool.empty()) return Check(queue, pool, amount) == Fit::kWithinNominal;
-  const QueueSpec* s = Find(queue);
-  if (s == nullptr) return false;
-  for (const PoolQuota& q : s->quotas)
-    if (Used(queue, q.pool) + amount <= q.nominal) return true;
-  return false;
+  std::vector<std::string> out;
+  for (const auto& [name, id] : pool_ids_) {
+    const Pool& p = pools_[static_cast<size_t>(id)];
+    if (p.managed || std::any_of(p.used.begin(), p.used.end(), [](Milli m) { return m > 0; })) out.push_back(name);
+  }
+  return out;
 }
 
 double QueueLedger::Share(std::string_view queue) const {
-  const QueueSpec* s = Find(queue);
-  if (s == nullptr) return 0;
+  const int q = IdOf(queue);
+  if (q < 0) return 0;
+  const auto i = static_cast<size_t>(q);
   double share = 0;
-  const std::string name(queue);
-  for (auto it = usage_.lower_bound({name, ""}); it != usage_.end() && it->first.first == name; ++it) {
-    const auto& [qp, used] = *it;
-    if (used <= 0) continue;
-    auto cap = capacity_.find(qp.second);
-    Milli capacity = cap == capacity_.end() ? 0 : cap->second;
+  for (const Pool& p : pools_) {
+    if (p.used[i] <= 0) continue;
+    Milli capacity = p.capacity;
     if (capacity <= 0) {
-      for (const QueueSpec& q : config_.queues)
-        if (q.parent.empty()) capacity += q.QuotaOf(qp.second) ? q.QuotaOf(qp.second)->nominal : 0;
+      for (size_t m = 0; m < queues_.size(); ++m)
+        if (queues_[m].parent < 0) capacity += p.nominal[m];
     }
-    share = std::max(share, static_cast<double>(used) / static_cast<double>(std::max<Milli>(capacity, kMilliGpu)));
+    share = std::max(share, static_cast<double>(p.used[i]) / static_cast<double>(std::max<Milli>(capacity, kMilliGpu)));
   }
-  return share / s->weight;
+  return share / queues_[i].spec->weight;
 }
 
 bool QueueLedger::BelowNominal(std::string_view queue, std::string_view pool) const {
   const QueueSpec* s = Find(queue);
   if (s == nullptr) return false;
-  if (!pool.empty()) return Used(queue, pool) < Nominal(queue, pool);
+  if (!pool.empty()) return Usage(queue, pool) < Nominal(queue, pool);
   for (const PoolQuota& q : s->quotas)
-    if (Used(queue, q.pool) < q.nominal) return true;
+    if (Usage(queue, q.pool) < q.nominal) return true;
   return false;
 }
 
-std::vector<GangKey> QueueLedger::Borrowing(std::string_view queue, std::string_view pool) const {
+std::vector<GangKey> QueueLedger::BorrowingOf(int q, int p) const {
   std::vector<GangKey> out;
-  for (const auto& [qp, keys] : members_) {
-    if ((!queue.empty() && qp.first != queue) || (!pool.empty() && qp.second != pool) || keys.empty()) continue;
-    Milli remaining = Used(qp.first, qp.second);
-    const Milli nominal = Nominal(qp.first, qp.second);
-    if (remaining <= nominal) continue;
-    // Lowest priority, latest start (then latest added) first.
-    std::vector<std::tuple<int, double, int64_t, GangKey>> order;
-    for (const GangKey& k : keys) {
-      const Gang& g = gangs_.at(k);
-      order.emplace_back(g.priority, -g.started, -static_cast<int64_t>(g.seq), k);
-    }
-    std::sort(order.begin(), order.end());
-    for (const auto& [priority, neg_started, neg_seq, k] : order) {
-      if (remaining <= nominal) break;
-      out.push_back(k);
-      remaining -= gangs_.at(k).amount;
-    }
+  auto it = members_.find({q, p});
+  if (it == members_.end() || it->second.empty()) return out;
+  const Pool& data = pools_[static_cast<size_t>(p)];
+  Milli remaining = data.used[static_cast<size_t>(q)];
+  const Milli nominal = data.nominal[static_cast<size_t>(q)];
+  if (remaining <= nominal) return out;
+  // Lowest priority, latest start (then latest added) first.
+  std::vector<std::tuple<int, double, int64_t, GangKey>> order;
+  for (const GangKey& k : it->second) {
+    const Gang& g = gangs_.at(k);
+    order.emplace_back(g.priority, -g.started, -static_cast<int64_t>(g.seq), k);
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [priority, neg_started, neg_seq, k] : order) {
+    if (remaining <= nominal) break;
+    out.push_back(k);
+    remaining -= gangs_.at(k).amount;
   }
   return out;
 }
 
+std::vector<GangKey> QueueLedger::Borrowing(std::string_view queue, std::string_view pool) const {
+  if (queue.empty() && pool.empty() && all_borrowing_) return *all_borrowing_;
+  std::vector<GangKey> out;
+  for (const auto& [qp, keys] : members_) {
+    const QueueSpec* spec = queues_[static_cast<size_t>(qp.first)].spec;
+    if ((!queue.empty() && spec->name != queue) || (!pool.empty() && pools_[static_cast<size_t>(qp.second)].name != pool)) {
+      continue;
+    }
+    for (GangKey& k : BorrowingOf(qp.first, qp.second)) out.push_back(std::move(k));
+  }
+  if (queue.empty() && pool.empty()) all_borrowing_ = out;
+  return out;
+}
+
 bool QueueLedger::IsBorrowing(const GangKey& key) const {
-  auto it = gangs_.find(key);
-  if (it == gangs_.end()) return false;
-  for (const GangKey& k : Borrowing(it->second.queue, it->second.pool))
-    if (k == key) return true;
-  return false;
+  if (!gangs_.contains(key)) return false;
+  if (!all_borrowing_) Borrowing();
+  return std::find(all_borrowing_->begin(), all_borrowing_->end(), key) != all_borrowing_->end();
 }
 
 bool QueueLedger::SameGroup(std::string_view a, std::string_view b) const {
-  const QueueSpec* sa = Find(a);
-  const QueueSpec* sb = Find(b);
-  if (sa == nullptr || sb == nullptr) return false;
-  if (a == b) return true;
-  const QueueSpec* ta = sa->parent.empty() ? sa : Find(sa->parent);
-  const QueueSpec* tb = sb->parent.empty() ? sb : Find(sb->parent);
-  if (ta == tb) return true;  // siblings
-  return !ta->cohort.empty() && ta->cohort == tb->cohort;
+  const int qa = IdOf(a), qb = IdOf(b);
+  if (qa < 0 || qb < 0) return false;
+  if (qa == qb) return true;
+  const Queue& x = queues_[static_cast<size_t>(qa)];
+  const Queue& y = queues_[static_cast<size_t>(qb)];
+  if (x.group == y.group) return true;  // siblings, or one cohort
+  const int ta = x.parent >= 0 ? x.parent : qa;
+  const int tb = y.parent >= 0 ? y.parent : qb;
+  return ta == tb || queues_[static_cast<size_t>(ta)].group == queues_[static_cast<size_t>(tb)].group;
 }
 
 std::vector<GangKey> QueueLedger::ReclaimCandidates(std::string_view queue, std::string_view pool) const {
   std::vector<GangKey> out;
-  for (const GangKey& k : Borrowing("", pool)) {
+  const int q = IdOf(queue), p = PoolIdOf(pool);
+  if (q < 0 || p < 0) return out;
+  if (!all_borrowing_) Borrowing();
+  for (const GangKey& k : *all_borrowing_) {
     const Gang& g = gangs_.at(k);
-    if (g.queue != queue && SameGroup(queue, g.queue)) out.push_back(k);
+    if (g.pool == p && g.queue != q && SameGroup(queue, queues_[static_cast<size_t>(g.queue)].spec->name)) out.push_back(k);
   }
   return out;
 }

@@ -136,7 +136,7 @@ class QueueLedger {
   // May `amount` more run in `queue` on `pool` now?
   Fit Check(std::string_view queue, std::string_view pool, Milli amount) const;
   // Pools some queue has a quota in; work on other pools is not limited by queues.
-  bool Manages(std::string_view pool) const { return managed_.contains(pool); }
+  bool Manages(std::string_view pool) const;
   // `amount` more runs within `queue`'s nominal quota of `pool` ("" = of some pool it
   // has a quota in).
   bool WithinNominal(std::string_view queue, std::string_view pool, Milli amount) const;
@@ -164,36 +164,48 @@ class QueueLedger {
   bool SameGroup(std::string_view a, std::string_view b) const;
 
  private:
+  // Indexes: queues by config order, pools as first seen; group = the queues that share
+  // capacity (a cohort's top-level queues, a parent's children, or a lone queue).
+  struct Queue {
+    const QueueSpec* spec = nullptr;
+    int parent = -1;
+    int group = -1;
+    std::vector<int> children;
+  };
+  struct Pool {
+    std::string name;
+    bool managed = false;  // some queue has a quota in it
+    Milli capacity = 0;
+    std::vector<Milli> nominal, lendable, used;  // by queue (a parent: its children's sum)
+    std::vector<Milli> group_lendable, group_guaranteed, group_shared_used;  // by group
+  };
   struct Gang {
-    std::string queue, pool;
+    int queue = -1, pool = -1;
     Milli amount = 0;
     int priority = 0;
     double started = 0;
     uint64_t seq = 0;  // order of Add (ties of `started`: the later one borrows)
   };
-  struct Node {
-    const QueueSpec* spec = nullptr;
-    std::vector<std::string> children;
-  };
-  Milli Guaranteed(std::string_view queue, std::string_view pool) const;
-  Milli Lendable(std::string_view queue, std::string_view pool) const;
-  // Usage of a queue, counting its children's for a parent.
-  Milli Used(std::string_view queue, std::string_view pool) const;
-  // The queues sharing capacity with `queue` (its cohort's top-level queues, or its
-  // siblings), itself included, and the group's shared capacity on `pool`.
-  std::vector<std::string> GroupOf(std::string_view queue) const;
-  Milli SharedCapacity(std::string_view queue, std::string_view pool) const;
-  Milli SharedUsed(std::string_view queue, std::string_view pool) const;
+  int IdOf(std::string_view queue) const;
+  int PoolIdOf(std::string_view pool) const;
+  int EnsurePool(const std::string& pool);
+  void ChangeUsage(int q, int p, Milli delta);
+  Milli Guaranteed(int q, int p) const { return pools_[p].nominal[q] - pools_[p].lendable[q]; }
+  Milli RoomOf(int q, int p) const;
+  Milli SharedCapacity(int q, int p) const;
+  std::vector<GangKey> BorrowingOf(int q, int p) const;
 
   QueueConfig config_;
-  std::map<std::string, Node, std::less<>> nodes_;
-  std::map<std::string, Milli, std::less<>> capacity_;
-  std::set<std::string, std::less<>> managed_;
+  std::vector<Queue> queues_;
+  std::map<std::string, int, std::less<>> ids_;
+  std::vector<std::vector<int>> groups_;
+  std::vector<Pool> pools_;
+  std::map<std::string, int, std::less<>> pool_ids_;
   std::unordered_map<GangKey, Gang> gangs_;
-  // (queue, pool) -> usage; parents hold their children's sum.
-  std::map<std::pair<std::string, std::string>, Milli> usage_;
-  std::map<std::pair<std::string, std::string>, std::set<GangKey>> members_;
+  std::map<std::pair<int, int>, std::set<GangKey>> members_;  // (queue, pool) -> running gangs
   uint64_t next_seq_ = 0;
+  // Borrowing() over every queue and pool, kept until the next Add or Remove.
+  mutable std::optional<std::vector<GangKey>> all_borrowing_;
 };
 
 }  // namespace phalanx::scheduling
