@@ -22,7 +22,7 @@
 //      price (preemption_cost.h); evicted only if the benefit exceeds the cost.
 // Gangs are all-or-nothing: the driver admits every member or none.
 //
-// With team queues configured (queues.h, docs/algorithms.md §8.7) the walk is by team
+// With team queues configured (queues.h, docs/user-guide.md §7 "Queues and quotas") the walk is by team
 // queue first: the queue whose next gang would run within its nominal quota before any
 // borrower, then the lowest weighted dominant-resource share; inside a queue, the order
 // above. A gang its queue has no quota room for waits (WhyWaiting names the queue); a

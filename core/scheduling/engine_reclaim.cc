@@ -1,4 +1,4 @@
-// Team queues in the engine (docs/algorithms.md §8.7): the walk by queue share, the quota
+// Team queues in the engine (docs/user-guide.md §7 "Queues and quotas"): the walk by queue share, the quota
 // verdict before a gang is placed, reclaim of lent GPUs, and which victims tier
 // preemption may take across queues. Only reached when queues are configured.
 #include <algorithm>
@@ -28,6 +28,10 @@ void Engine::QueueWalk(PassContext& ctx) {
     const std::string* team;
     std::vector<GangKey> keys;
     size_t next = 0;
+    // Its turn as last computed, valid while the ledger and `next` are unchanged.
+    uint64_t version = ~uint64_t{0};
+    size_t turn_for = ~size_t{0};
+    std::tuple<int, double, size_t> turn;
   };
   std::vector<Cursor> cursors;
   cursors.reserve(by_queue_.size());
@@ -39,10 +43,14 @@ void Engine::QueueWalk(PassContext& ctx) {
   // (0: its next gang runs within nominal, weighted share, cursor index: queues by name).
   using Turn = std::tuple<int, double, size_t>;
   auto turn_of = [&](size_t i) -> Turn {
-    const Cursor& c = cursors[i];
+    Cursor& c = cursors[i];
+    if (c.version == ledger_.version() && c.turn_for == c.next) return c.turn;
     auto it = waiting_.find(c.keys[c.next]);
     const bool within = it != waiting_.end() && ledger_.WithinNominal(*c.team, it->second.req.pool, AmountOf(it->second.req));
-    return {within ? 0 : 1, ledger_.Share(*c.team), i};
+    c.turn = {within ? 0 : 1, ledger_.Share(*c.team), i};
+    c.version = ledger_.version();
+    c.turn_for = c.next;
+    return c.turn;
   };
   std::priority_queue<Turn, std::vector<Turn>, std::greater<>> turns;
   for (size_t i = 0; i < cursors.size(); ++i) turns.push(turn_of(i));
@@ -102,6 +110,11 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
   if (ctx.reclaim_epoch != stats_.preemptions) {
     ctx.reclaim_failed.clear();
     ctx.reclaim_epoch = stats_.preemptions;
+  }
+  // Its pool's searches for this pass are spent: the next pass tries again.
+  if (!g.pool.empty()) {
+    auto spent = ctx.reclaim_searches.find(g.pool);
+    if (spent != ctx.reclaim_searches.end() && spent->second >= policy_.preemption_searches_per_pass) return false;
   }
   // The pools where it runs within nominal: its own, or (any pool) each it has quota in.
   std::vector<std::string> pools;

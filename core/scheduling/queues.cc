@@ -151,6 +151,7 @@ void QueueLedger::Add(const GangKey& key, const std::string& queue, const std::s
   if (const int parent = queues_[static_cast<size_t>(q)].parent; parent >= 0) ChangeUsage(parent, p, amount);
   members_[{q, p}].insert(key);
   all_borrowing_.reset();
+  ++version_;
 }
 
 void QueueLedger::Remove(const GangKey& key) {
@@ -162,6 +163,7 @@ void QueueLedger::Remove(const GangKey& key) {
   members_[{g.queue, g.pool}].erase(key);
   gangs_.erase(it);
   all_borrowing_.reset();
+  ++version_;
 }
 
 Milli QueueLedger::Usage(std::string_view queue, std::string_view pool) const {
@@ -276,10 +278,9 @@ QueuePoolUsage QueueLedger::UsageOf(std::string_view queue, std::string_view poo
 
 std::vector<std::string> QueueLedger::Pools() const {
   std::vector<std::string> out;
-  for (const auto& [name, id] : pool_ids_) {
-    const Pool& p = pools_[static_cast<size_t>(id)];
-    if (p.managed || std::any_of(p.used.begin(), p.used.end(), [](Milli m) { return m > 0; })) out.push_back(name);
-  }
+  for (const Pool& p : pools_)
+    if (p.managed || std::any_of(p.used.begin(), p.used.end(), [](Milli m) { return m > 0; })) out.push_back(p.name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -1,4 +1,4 @@
-// GPU queues for teams (docs/algorithms.md §8.7): whose GPUs they are. A queue holds, per
+// GPU queues for teams (docs/user-guide.md §7 "Queues and quotas"): whose GPUs they are. A queue holds, per
 // GPU pool (a phalanx.io/gpu.product value), a nominal quota, a borrowing limit and a
 // lending limit, all in milli-GPUs (a MIG device or a GPU share counts as the fraction of
 // a GPU it is); a cohort whose queues lend each other unused nominal quota; a fair-share
@@ -124,6 +124,8 @@ class QueueLedger {
            double started);
   void Remove(const GangKey& key);
   bool Tracks(const GangKey& key) const { return gangs_.contains(key); }
+  // Bumped by every Add and Remove (callers cache what they derived from usage).
+  uint64_t version() const { return version_; }
 
   Milli Usage(std::string_view queue, std::string_view pool) const;
   Milli Nominal(std::string_view queue, std::string_view pool) const;
@@ -197,13 +199,19 @@ class QueueLedger {
 
   QueueConfig config_;
   std::vector<Queue> queues_;
-  std::map<std::string, int, std::less<>> ids_;
+  // Names -> indexes, looked up by string_view on every check.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int, NameHash, std::equal_to<>> ids_;
   std::vector<std::vector<int>> groups_;
   std::vector<Pool> pools_;
-  std::map<std::string, int, std::less<>> pool_ids_;
+  std::unordered_map<std::string, int, NameHash, std::equal_to<>> pool_ids_;
   std::unordered_map<GangKey, Gang> gangs_;
   std::map<std::pair<int, int>, std::set<GangKey>> members_;  // (queue, pool) -> running gangs
   uint64_t next_seq_ = 0;
+  uint64_t version_ = 0;
   // Borrowing() over every queue and pool, kept until the next Add or Remove.
   mutable std::optional<std::vector<GangKey>> all_borrowing_;
 };

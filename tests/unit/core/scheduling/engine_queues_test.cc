@@ -1,4 +1,4 @@
-// The scheduling engine with team queues (docs/algorithms.md §8.7): quota before
+// The scheduling engine with team queues (docs/user-guide.md §7 "Queues and quotas"): quota before
 // placement, queue order by nominal then weighted share, borrowing of unused cohort
 // capacity, reclaim of lent GPUs (whole gangs, graceful where cheaper, never work within
 // its own queue's nominal), and tier preemption across queues only on borrowed capacity.
