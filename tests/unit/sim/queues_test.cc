@@ -67,6 +67,41 @@ TEST(SimQueuesTest, FairSharesWaterFillByWeightUpToDemand) {
   EXPECT_DOUBLE_EQ(QueueTracker::Jain({1, 0}), 0.5);
 }
 
+TEST(SimQueuesTest, WindowsCompareEachQueueWithItsFairShare) {
+  const scheduling::QueueConfig c = ParseClusterSpec(kTwoTeams, "two.yaml")->queues;
+  QueueTracker t(c, 16, 0);
+  const int a = t.IndexOf("team-a"), b = t.IndexOf("team-b");
+  ASSERT_EQ(t.IndexOf("nobody"), a);
+  t.AddDemand(a, 16);
+  t.AddDemand(b, 16);
+  // First window: team-a runs 12, team-b 4 (fair: 8 each) -> 50 % off.
+  t.AddRunning(a, 12);
+  t.AddRunning(b, 4);
+  t.Advance(0, QueueTracker::kWindow);
+  // Second window: 8 and 8 -> fair.
+  t.AddRunning(a, -4);
+  t.AddRunning(b, 4);
+  t.Advance(QueueTracker::kWindow, 2 * QueueTracker::kWindow);
+  // Third window: team-b has no demand for its second half -> not counted.
+  t.Advance(2 * QueueTracker::kWindow, 2.5 * QueueTracker::kWindow);
+  t.AddDemand(b, -16);
+  t.AddRunning(b, -8);
+  t.Advance(2.5 * QueueTracker::kWindow, 3 * QueueTracker::kWindow);
+  PolicyReport rep;
+  rep.jobs = 10;
+  t.FillReport(rep, 3 * QueueTracker::kWindow);
+  EXPECT_EQ(rep.fairness.windows, 2);
+  EXPECT_EQ(rep.fairness.windows_within_10pct, 1);
+  EXPECT_DOUBLE_EQ(rep.fairness.worst_window_deviation, 0.5);
+  ASSERT_EQ(rep.queues.size(), 2u);
+  EXPECT_DOUBLE_EQ(rep.queues[b].worst_window_deviation, 0.5);
+  // team-b was below min(demand 16, nominal 8) = 8 for the first window only.
+  EXPECT_DOUBLE_EQ(rep.queues[b].hours_below_entitlement, 6);
+  EXPECT_DOUBLE_EQ(rep.queues[b].gpu_hours_below_entitlement, 4 * 6);
+  // Jain over (12/8, 4/8) then (1, 1), time-weighted over 2.5 windows of contention.
+  EXPECT_NEAR(rep.fairness.jain_index, (0.8 * 1 + 1 * 1.5) / 2.5, 1e-9);
+}
+
 // team-a floods both nodes first; team-b's gang arrives later and takes its node back.
 Workload FloodThenBurst() {
   std::vector<Job> jobs;
