@@ -24,6 +24,22 @@ void Engine::QueueWalk(PassContext& ctx) {
   for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
     ledger_.SetCapacity(state.pool(p).name, static_cast<Milli>(state.pool(p).total_gpus) * kMilliGpu);
   }
+  std::map<std::pair<std::string, std::string>, Milli> pending;
+  // A queue's waiting gangs keep that much of its unused quota from being lent this pass:
+  // lent, it would be reclaimed as soon as they fit (a preemption per arrival). Only gangs
+  // no larger than its nominal quota count: a larger one borrows anyway and must not hold
+  // GPUs idle that it cannot run on.
+  for (const auto& [team, gangs] : by_queue_) {
+    // "Any pool" work counts where its queue has its only quota (else nowhere).
+    const QueueSpec* spec = ledger_.Find(team);
+    const std::string* only = spec && spec->quotas.size() == 1 ? &spec->quotas.front().pool : nullptr;
+    for (const auto& [order, key] : gangs) {
+      const GangRequest& g = waiting_.at(key).req;
+      const std::string* pool = !g.pool.empty() ? &g.pool : only;
+      if (pool != nullptr && AmountOf(g) <= ledger_.Nominal(team, *pool)) pending[{team, *pool}] += AmountOf(g);
+    }
+  }
+  ledger_.SetPending(pending);
   struct Cursor {
     const std::string* team;
     std::vector<GangKey> keys;

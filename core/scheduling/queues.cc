@@ -92,6 +92,8 @@ int QueueLedger::EnsurePool(const std::string& name) {
   p.group_lendable.assign(g, 0);
   p.group_guaranteed.assign(g, 0);
   p.group_shared_used.assign(g, 0);
+  p.held.assign(n, 0);
+  p.group_held.assign(g, 0);
   for (size_t i = 0; i < n; ++i) {
     if (const PoolQuota* q = queues_[i].spec->QuotaOf(name)) {
       p.nominal[i] = q->nominal;
@@ -129,6 +131,22 @@ const std::string& QueueLedger::Resolve(std::string_view queue) const {
 void QueueLedger::SetCapacity(std::string_view pool, Milli capacity) {
   if (!enabled()) return;
   pools_[static_cast<size_t>(EnsurePool(std::string(pool)))].capacity = capacity;
+}
+
+void QueueLedger::SetPending(const std::map<std::pair<std::string, std::string>, Milli>& pending) {
+  for (Pool& p : pools_) {
+    std::fill(p.held.begin(), p.held.end(), 0);
+    std::fill(p.group_held.begin(), p.group_held.end(), 0);
+  }
+  for (const auto& [qp, amount] : pending) {
+    const int q = IdOf(qp.first), p = PoolIdOf(qp.second);
+    if (q < 0 || p < 0 || amount <= 0) continue;
+    Pool& pool = pools_[static_cast<size_t>(p)];
+    const auto i = static_cast<size_t>(q);
+    const Milli unused = std::max<Milli>(0, std::min(pool.lendable[i], pool.nominal[i] - pool.used[i]));
+    pool.held[i] = std::min(amount, unused);
+    pool.group_held[static_cast<size_t>(queues_[i].group)] += pool.held[i];
+  }
 }
 
 void QueueLedger::ChangeUsage(int q, int p, Milli delta) {
@@ -181,7 +199,8 @@ Milli QueueLedger::SharedCapacity(int q, int p) const {
   const Queue& queue = queues_[static_cast<size_t>(q)];
   const Pool& pool = pools_[static_cast<size_t>(p)];
   const auto group = static_cast<size_t>(queue.group);
-  if (queue.parent < 0) return pool.group_lendable[group];
+  // Lendable quota its owners' waiting work covers is not lent (held as of the pass start).
+  if (queue.parent < 0) return pool.group_lendable[group] - (pool.group_held[group] - pool.held[static_cast<size_t>(q)]);
   // Siblings share what their parent holds or may still take.
   const Milli parent_room = std::min(RoomOf(queue.parent, p), kUnlimited);
   return std::max<Milli>(0, pool.used[static_cast<size_t>(queue.parent)] + parent_room - pool.group_guaranteed[group]);

@@ -20,6 +20,8 @@
 //   where the group of a top-level queue is its cohort (shared capacity = the members'
 //   lendable quota) and the group of a child is its siblings (shared capacity = what the
 //   parent holds or may still take, minus the children's guaranteed parts).
+//   Lendable quota a member's own waiting work covers (SetPending, from the engine at the
+//   start of each pass) is left out of the shared capacity the others may borrow.
 #pragma once
 
 #include <cstdint>
@@ -117,6 +119,10 @@ class QueueLedger {
 
   // Capacity of each pool (milli-GPUs in the cluster): the denominator of shares.
   void SetCapacity(std::string_view pool, Milli capacity);
+  // What each queue has waiting, per pool (the engine, at the start of a pass): a queue's
+  // unused nominal quota covered by its own waiting work is not lent out meanwhile.
+  // `pending` maps (queue, pool) -> milli-GPUs; queues and pools not named have none.
+  void SetPending(const std::map<std::pair<std::string, std::string>, Milli>& pending);
 
   // --- running work -----------------------------------------------------------------
   // `queue` as resolved; `started` orders reclaim (the latest borrower goes first).
@@ -180,6 +186,8 @@ class QueueLedger {
     Milli capacity = 0;
     std::vector<Milli> nominal, lendable, used;  // by queue (a parent: its children's sum)
     std::vector<Milli> group_lendable, group_guaranteed, group_shared_used;  // by group
+    std::vector<Milli> held;        // by queue: unused lendable quota its waiting work covers
+    std::vector<Milli> group_held;  // by group
   };
   struct Gang {
     int queue = -1, pool = -1;

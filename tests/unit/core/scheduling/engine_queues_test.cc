@@ -157,6 +157,32 @@ TEST_F(EngineQueuesTest, ReclaimGivesACheckpointingBorrowerNotice) {
   EXPECT_TRUE(Started("a1"));
 }
 
+TEST_F(EngineQueuesTest, UnusedQuotaItsOwnWaitingWorkCoversIsNotLent) {
+  // Node n1 has 4 GPUs held by a pod the engine does not know: team-b's 8-GPU gang
+  // (within its nominal) cannot start yet. team-a, at its nominal, would borrow those 4
+  // free GPUs — and team-b would reclaim them the moment its gang fits. They stay free.
+  ASSERT_TRUE(driver_.mutable_state().Allocate(PodUid("foreign"), NodeName("n1"), placement::AllGpus(4), 0).ok());
+  ASSERT_TRUE(engine_.Enqueue(Team("a1", "team-a", 1, 8, kStandard, 0)).ok());
+  engine_.Pass(0, driver_);
+  ASSERT_TRUE(Started("a1"));
+  ASSERT_TRUE(engine_.Enqueue(Team("b1", "team-b", 1, 8, kStandard, 10)).ok());
+  ASSERT_TRUE(engine_.Enqueue(Team("a2", "team-a", 1, 4, kStandard, 5)).ok());
+  engine_.Pass(10, driver_);
+  EXPECT_FALSE(Started("b1"));
+  EXPECT_FALSE(Started("a2"));
+  EXPECT_EQ(Why("a2"), "queue team-a is at 8/8 nominal GPUs of H100 and its cohort org has none to lend");
+  ASSERT_TRUE(driver_.mutable_state().Release(PodUid("foreign")).ok());
+  engine_.Pass(20, driver_);
+  EXPECT_TRUE(Started("b1"));
+  EXPECT_TRUE(driver_.evicted.empty());
+  // With nothing of team-b waiting, team-a borrows again.
+  ASSERT_TRUE(engine_.Remove(GangKey("a2")).ok());
+  Finish("b1");
+  ASSERT_TRUE(engine_.Enqueue(Team("a3", "team-a", 1, 4, kStandard, 30)).ok());
+  engine_.Pass(30, driver_);
+  EXPECT_TRUE(Started("a3"));
+}
+
 TEST_F(EngineQueuesTest, NoReclaimBeyondTheReclaimersNominal) {
   // team-b asks for more than its nominal: it would borrow, so it takes nothing back.
   ASSERT_TRUE(engine_.Enqueue(Team("a1", "team-a", 1, 8, kStandard, 0)).ok());

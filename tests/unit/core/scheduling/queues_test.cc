@@ -134,6 +134,19 @@ TEST(QueueLedgerTest, WithinNominalThenBorrowsWhatTheCohortDoesNotUse) {
   EXPECT_EQ(l.UsageOf("team-b", "H100").lent, 0);
 }
 
+TEST(QueueLedgerTest, WaitingWorkKeepsItsQueuesUnusedQuotaFromBeingLent) {
+  QueueLedger l(TwoTeams());
+  l.Add(GangKey("a1"), "team-a", "H100", 8 * G, 1000, 0);
+  EXPECT_EQ(l.Room("team-a", "H100"), 8 * G);
+  l.SetPending({{{"team-b", "H100"}, 3 * G}});
+  EXPECT_EQ(l.Room("team-a", "H100"), 5 * G);
+  EXPECT_EQ(l.Room("team-b", "H100"), 8 * G);  // its own waiting work is not kept from itself
+  l.SetPending({{{"team-b", "H100"}, 20 * G}});  // at most its unused lendable quota
+  EXPECT_EQ(l.Room("team-a", "H100"), 0);
+  l.SetPending({});
+  EXPECT_EQ(l.Room("team-a", "H100"), 8 * G);
+}
+
 TEST(QueueLedgerTest, BorrowingLimitCapsBorrowing) {
   QueueLedger l(TwoTeams(/*borrowing=*/3 * G));
   l.Add(GangKey("a1"), "team-a", "H100", 8 * G, 1000, 0);
