@@ -21,6 +21,15 @@
 //      their tier's minimum run time and were not preempted too often today, ranked by
 //      price (preemption_cost.h); evicted only if the benefit exceeds the cost.
 // Gangs are all-or-nothing: the driver admits every member or none.
+//
+// With team queues configured (queues.h, docs/user-guide.md §7 "Queues and quotas") the walk is by team
+// queue first: the queue whose next gang would run within its nominal quota before any
+// borrower, then the lowest weighted dominant-resource share; inside a queue, the order
+// above. A gang its queue has no quota room for waits (WhyWaiting names the queue); a
+// gang within nominal that does not fit takes back GPUs its queue lent out (whole
+// borrowing gangs of its cohort, engine_reclaim.cc); tier preemption across queues takes
+// only borrowed capacity below QueueConfig::cross_queue_preemption_priority. Without
+// queues the engine behaves exactly as without this paragraph.
 #pragma once
 
 #include <deque>
@@ -38,15 +47,21 @@
 #include "core/placement/gang_plan.h"
 #include "core/placement/preemption.h"
 #include "core/scheduling/preemption_cost.h"
+#include "core/scheduling/queues.h"
 #include "core/scheduling/release_forecast.h"
 #include "core/scheduling/tier_policy.h"
 
 namespace phalanx::scheduling {
 
+// EngineDriver::Evict's reason starts with this when the victim is a borrowing gang
+// evicted to give another queue its nominal quota back.
+inline constexpr std::string_view kQueueReclaimReason = "queue reclaim";
+
 struct GangRequest {
   GangKey key;          // this attempt
   std::string job;      // the same across attempts (preemption history); "" = key
   std::string pool;     // required capacity pool; "" = any one pool
+  std::string queue;    // team queue (queues.h); "" or unknown = the default queue
   int priority = 0;
   int members = 1;
   int gpus_per_member = 1;
@@ -130,15 +145,23 @@ struct EngineStats {
   uint64_t reclaims = 0;            // heads that took back preemptible backfill
   uint64_t preemptions_declined = 0;  // victim sets found but not worth their price
   uint64_t plan_calls = 0;
+  uint64_t queue_reclaims = 0;      // borrowing gangs evicted to give a queue its nominal quota
 };
 
 class Engine {
  public:
   // `policy` as loaded and validated by the caller (policy_yaml.h); one that does not
   // validate is replaced by the defaults rather than run half-understood.
-  explicit Engine(EnginePolicy policy = EnginePolicy::Defaults());
+  // `queues` empty: no team queues. One that does not validate leaves queues off.
+  explicit Engine(EnginePolicy policy = EnginePolicy::Defaults(), QueueConfig queues = {});
 
   const EnginePolicy& policy() const { return policy_; }
+  // Replaces the team queues (the extender: GpuQueue objects changed). Running and
+  // waiting gangs are re-assigned by their GangRequest::queue. InvalidArgument naming the
+  // field, and nothing changes, if `queues` does not validate.
+  Status SetQueues(QueueConfig queues);
+  // Usage, borrowing and shares by queue (status, explain, reports).
+  const QueueLedger& queues() const { return ledger_; }
 
   // --- waiting gangs -------------------------------------------------------------
   // AlreadyExists if queued or running; InvalidArgument for a malformed request.
@@ -187,6 +210,7 @@ class Engine {
     std::vector<GangKey> awaiting;  // its victims still checkpointing (graceful preemption)
     std::string reserve_pool;       // ... in this pool
     double awaiting_until = 0;
+    std::string team;  // resolved team queue (queues on)
   };
   struct Running {
     GangRequest req;
@@ -196,6 +220,7 @@ class Engine {
     double expected_end = 0;
     bool reclaimable = false;  // admitted as preemptible backfill over a head
     bool evicting = false;     // asked to checkpoint and stop: no longer a candidate
+    std::string team;          // resolved team queue (queues on)
   };
   struct PassContext;
   // A head's reservation plus what backfill (b) checks against: the pool's free GPUs per
@@ -223,6 +248,19 @@ class Engine {
   // Cost-rule preemption (step 3) and head reclaim (2c). True if the gang started.
   bool TryPreempt(Waiting& w, double expected_wait, PassContext& ctx);
   bool TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx);
+  // --- team queues (engine_reclaim.cc) ---
+  // The walk by queue (share order) instead of the global order.
+  void QueueWalk(PassContext& ctx);
+  void GlobalWalk(PassContext& ctx);
+  // The quota verdict for a gang before it is placed: nullopt = no room (w.why says why).
+  std::optional<QueueLedger::Fit> QuotaFor(Waiting& w, const placement::ClusterState& state) const;
+  // Evicts other queues' borrowing gangs so `w` runs within its queue's nominal quota.
+  bool TryQueueReclaim(Waiting& w, PassContext& ctx);
+  // Tier preemption and head reclaim may take `victim` from `preemptor`'s queue?
+  bool QueueAllowsVictim(const GangKey& victim, const Running& r, const GangRequest& preemptor) const;
+  static Milli AmountOf(const GangRequest& g) {
+    return g.IsShare() ? g.milli : static_cast<Milli>(g.Gpus()) * kMilliGpu;
+  }
   // Evicts the decision's victims; starts the gang when their GPUs are free now, else it
   // waits for them (Waiting::awaiting). True if the gang started.
   // graceful[i]: evict keys[i] gracefully.
@@ -258,6 +296,10 @@ class Engine {
   ReleaseForecast forecast_;
   std::map<std::string, HeadReservation> heads_;  // by pool, from the last pass
   std::optional<double> next_wake_;
+  QueueLedger ledger_;
+  std::map<std::string, std::map<OrderKey, GangKey>> by_queue_;  // waiting, by team queue (queues on)
+  // Running gangs that borrow (IsBorrowing), computed once per ledger change.
+  mutable std::optional<std::set<GangKey>> borrowing_;
 };
 
 }  // namespace phalanx::scheduling

@@ -82,6 +82,7 @@ bool Engine::TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx) {
   std::vector<bool> graceful;
   for (const auto& [key, r] : running_) {
     if (!r.reclaimable || r.evicting || r.req.priority >= g.priority || r.pool != pool) continue;
+    if (!QueueAllowsVictim(key, r, g)) continue;  // team queues: only borrowed capacity
     const EvictionChoice how = ChooseEviction(key, head_weight, g, ctx);
     placement::VictimGang v;
     v.key = key;
@@ -185,6 +186,7 @@ bool Engine::TryPreempt(Waiting& w, double expected_wait, PassContext& ctx) {
   for (const auto& [key, r] : running_) {
     if (r.req.priority >= g.priority || r.evicting) continue;
     if (!g.pool.empty() && r.pool != g.pool) continue;
+    if (!QueueAllowsVictim(key, r, g)) continue;  // team queues: only borrowed capacity
     double at = 0;
     if (!Eligible(r, ctx.now, &at)) {
       ++ineligible;

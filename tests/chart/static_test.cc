@@ -164,6 +164,17 @@ TEST(ChartContractTest, ChartCrdIsAByteIdenticalCopyOfTheManifest) {
       << copy << " differs from " << manifest << "; copy it again";
 }
 
+TEST(ChartContractTest, ChartShipsEveryCrdOfManifestsCrdsByteIdentical) {
+  const auto manifests = YamlFilesIn(SourceDir() + "/manifests/crds");
+  ASSERT_GE(manifests.size(), 2u);  // TrainingJob, GpuQueue
+  for (const std::string& manifest : manifests) {
+    const std::string copy = SourceDir() + "/helm/phalanx/crds/" + manifest.substr(manifest.find_last_of('/') + 1);
+    ASSERT_TRUE(FileExists(copy)) << "the chart must ship " << manifest << ": cp it to " << copy;
+    EXPECT_TRUE(ReadFile(manifest) == ReadFile(copy)) << copy << " differs from " << manifest << "; copy it again";
+  }
+  EXPECT_EQ(YamlFilesIn(SourceDir() + "/helm/phalanx/crds").size(), manifests.size());
+}
+
 TEST(ChartContractTest, ApiRequestTableParsesAndNamesEveryComponent) {
   std::string error;
   auto reqs = ParseApiRequests(ReadFile(SourceDir() + "/docs/api-requests.md"), &error);
