@@ -215,5 +215,28 @@ TEST(EngineStandingTest, MinimumRunAndDailyCapAreShownAndRespectedByQuotes) {
   EXPECT_EQ(q->decision->victims, std::vector<int>{0});
 }
 
+TEST(EngineQuoteTest, AVictimsSpareGpusAreItsOwnOnlyWhileNothingElseWaits) {
+  testing::FakeDriver driver;
+  testing::AddRack(driver.mutable_state(), "n", 2, "r0");
+  Engine engine;
+  ASSERT_TRUE(engine.Enqueue(testing::Gang("train", 2, 8, kSpot, 0, 7200, true)).ok());
+  engine.Pass(0, driver);
+  ASSERT_TRUE(engine.IsRunning(GangKey("train")));
+  const GangRequest infer = testing::Gang("infer", 1, 1, kHigh, 10, 3600);
+  const std::vector<VictimCandidate> candidates = {VictimCandidate{.key = GangKey("train")}};
+  // Nothing else waits: the 15 GPUs "infer" leaves are still free when it ends in an hour, so
+  // "train" is back within the hour: 1 x 16 x (30 + 3,600) < 100 x 1 x 7,200.
+  auto q = engine.QuotePreemption(infer, 7200, candidates, 10, driver);
+  ASSERT_TRUE(q.ok());
+  EXPECT_TRUE(q->pays()) << q->why;
+  EXPECT_DOUBLE_EQ(q->price.cost, 16 * (30 + 3600));
+  // Another gang waits and would take them: "train" needs all 16 back and nothing it knows of
+  // frees them (the wait horizon): declined.
+  ASSERT_TRUE(engine.Enqueue(testing::Gang("other", 1, 8, kStandard, 5, 600)).ok());
+  q = engine.QuotePreemption(infer, 7200, candidates, 10, driver);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->outcome, PricedPreemption::Outcome::kDeclined) << q->why;
+}
+
 }  // namespace
 }  // namespace phalanx::scheduling
