@@ -9,7 +9,6 @@
 #include "extender/extender.h"
 
 #include <bit>
-#include <cmath>
 #include <map>
 #include <set>
 
