@@ -36,6 +36,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -196,6 +197,28 @@ class Engine {
   std::vector<HeadReservation> Heads() const;
   // Preemptions of a job (GangRequest::job) in the 24 hours before `now`.
   int PreemptionsInDay(const std::string& job, double now) const;
+  // Whether a running gang may be a cost-rule victim now, and until when not (explain);
+  // nullopt if it does not run here.
+  std::optional<PreemptionStanding> VictimStanding(const GangKey& key, double now) const;
+  // ... of any job of `priority` whose current attempt started at `started`.
+  PreemptionStanding StandingOf(const std::string& job, int priority, double started, double now) const;
+
+  // --- preemption for the extender's preempt verb (docs/algorithms.md §8.3) ---------------
+  // How long `g` (queued here or not) would wait without preempting: its GPUs plus those
+  // of the gangs before it in its queue, as the pass estimates it.
+  double ExpectedWait(const GangRequest& g, double now, const placement::ClusterState& state) const;
+  // The engine's own choice and price (ChoosePricedPreemption) of victims among
+  // `candidates` for `preemptor`, with `driver` answering work at risk and notice.
+  // Candidates that are not eligible (StandingOf) or not of a strictly lower priority are
+  // left out. Decision indexes and `graceful` refer to `candidates`.
+  Result<PricedPreemption> QuotePreemption(const GangRequest& preemptor, double expected_wait,
+                                           std::span<const VictimCandidate> candidates, double now,
+                                           EngineDriver& driver,
+                                           std::optional<std::set<std::string>> domains = std::nullopt,
+                                           std::optional<GangKey> own_plan = std::nullopt) const;
+  // A preemption decided elsewhere (the preempt verb) counts against the job's minimum
+  // run and daily cap like the engine's own.
+  void RecordPreemption(const std::string& job, double now);
   const EngineStats& stats() const { return stats_; }
 
  private:
@@ -276,7 +299,6 @@ class Engine {
   };
   EvictionChoice ChooseEviction(const GangKey& victim, double lost_work_weight, const GangRequest& preemptor,
                                 PassContext& ctx) const;
-  bool Eligible(const Running& r, double now, double* eligible_at) const;
   // How long a victim, re-queued, would wait to get its GPUs back.
   double ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const;
   void Forget(const GangKey& key);
