@@ -14,12 +14,19 @@
 //                               (a fifth of them high tier) that cannot fit: one Tick, which
 //                               holds the ledger's exclusive lock; /full after a release (a
 //                               full engine pass), /arrivals when nothing was released
+//   BM_VerbDuringAdmission/verb/period  filter (0) or prioritize (1) of a 4-GPU pod at 5,000
+//                               names on the BM_TickQueued cluster while another thread runs
+//                               admission: a node update (so each pass is a full one) and a
+//                               Tick every `period` ms (0 = back to back); p99/p999/max of
+//                               the verb's wall time
 // Command: build/bench/extender/extender_bench (see bench/RESULTS.md, Extender).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -52,11 +59,15 @@ class Percentiles {
  public:
   void Start() { t0_ = std::chrono::steady_clock::now(); }
   void Stop() { us_.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count()); }
-  void Report(benchmark::State& state) {
+  void Report(benchmark::State& state, bool tail = false) {
     if (us_.empty()) return;
     std::sort(us_.begin(), us_.end());
     state.counters["p50_us"] = us_[us_.size() / 2];
     state.counters["p99_us"] = us_[std::min(us_.size() - 1, us_.size() * 99 / 100)];
+    if (tail) {
+      state.counters["p999_us"] = us_[std::min(us_.size() - 1, us_.size() * 999 / 1000)];
+      state.counters["max_us"] = us_.back();
+    }
   }
 
  private:
@@ -281,9 +292,8 @@ void BM_GangAdmission(benchmark::State& state) {
 }
 BENCHMARK(BM_GangAdmission)->Unit(benchmark::kMillisecond)->Iterations(30);
 
-void BM_TickQueued(benchmark::State& state) {
-  const bool full = state.range(0) == 1;
-  Cluster c(8);
+// Every GPU held (8 one-GPU pods per node) and 1,000 gated 2 x 8 gangs queued (a fifth high).
+void QueueGangs(Cluster& c) {
   for (int g = 0; g < 1000; ++g) {
     const std::string name = fmt::format("queued-{}", g);
     for (int m = 0; m < 2; ++m) {
@@ -296,6 +306,12 @@ void BM_TickQueued(benchmark::State& state) {
     }
   }
   c.ext.Tick();  // queue them
+}
+
+void BM_TickQueued(benchmark::State& state) {
+  const bool full = state.range(0) == 1;
+  Cluster c(8);
+  QueueGangs(c);
   Percentiles pct;
   for (auto _ : state) {
     if (full) {
@@ -311,6 +327,61 @@ void BM_TickQueued(benchmark::State& state) {
   if (c.ext.stats().gangs_admitted.load() != 0) state.SkipWithError("a gang was admitted on a full cluster");
 }
 BENCHMARK(BM_TickQueued)->ArgName("full")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+// Filter/prioritize latency while admission runs on another thread (issue 15 item 3): the
+// verbs take the ledger lock shared; whatever admission holds exclusively, they wait for.
+void BM_VerbDuringAdmission(benchmark::State& state) {
+  const bool prioritize = state.range(0) == 1;
+  const auto period = std::chrono::milliseconds(state.range(1));
+  static Cluster* c = [] {
+    auto* cluster = new Cluster(8);
+    QueueGangs(*cluster);
+    return cluster;
+  }();
+  const std::string body = FilterBody(WorkerPodJson("worker-0", 4), kNodes);
+  json::FastJsonParser parser;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> ticks{0};
+  std::thread admission([&] {
+    while (!stop.load()) {
+      (void)c->ext.OnNode(BenchNode(0));  // something may have come free: a full pass
+      c->ext.Tick();
+      ticks++;
+      if (period.count() > 0) std::this_thread::sleep_for(period);
+    }
+  });
+  Percentiles pct;
+  for (auto _ : state) {
+    pct.Start();
+    auto args = ParseFilterArgs(body, parser);
+    if (!args.ok()) {
+      state.SkipWithError(std::string(args.status().message()).c_str());
+      break;
+    }
+    if (prioritize) {
+      std::string reply = EncodeHostPriorities(c->ext.Prioritize(*args));
+      benchmark::DoNotOptimize(reply.data());
+    } else {
+      std::string reply = EncodeFilterResult(c->ext.Filter(*args));
+      benchmark::DoNotOptimize(reply.data());
+    }
+    pct.Stop();
+  }
+  stop.store(true);
+  admission.join();
+  pct.Report(state, true);
+  state.counters["ticks"] = static_cast<double>(ticks.load());
+  if (c->ext.stats().gangs_admitted.load() != 0) state.SkipWithError("a gang was admitted on a full cluster");
+}
+BENCHMARK(BM_VerbDuringAdmission)
+    ->ArgNames({"prioritize", "period_ms"})
+    ->Args({0, 100})
+    ->Args({0, 0})
+    ->Args({1, 100})
+    ->Args({1, 0})
+    ->MinTime(3)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace phalanx::extender::bench
