@@ -18,13 +18,21 @@
 //                               names on the BM_TickQueued cluster while another thread runs
 //                               admission: a node update (so each pass is a full one) and a
 //                               Tick every `period` ms (0 = back to back); p99/p999/max of
-//                               the verb's wall time
+//                               the verb's wall time, and of the time it was blocked (off CPU
+//                               and not runnable: waiting for the ledger lock; from the
+//                               thread's schedstat, so time lost to other processes on a
+//                               shared machine is not counted)
 // Command: build/bench/extender/extender_bench (see bench/RESULTS.md, Extender).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <string>
@@ -328,6 +336,31 @@ void BM_TickQueued(benchmark::State& state) {
 }
 BENCHMARK(BM_TickQueued)->ArgName("full")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
+// This thread's time on CPU (CLOCK_THREAD_CPUTIME_ID) plus its time waiting runnable for a
+// CPU (run_delay, the second field of /proc/thread-self/schedstat), in ns: what is left of
+// a wall-clock interval is the time it was blocked.
+struct SchedStat {
+  SchedStat() : fd_(::open("/proc/thread-self/schedstat", O_RDONLY)) {}
+  ~SchedStat() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  double OnCpuOrRunnableNs() const {
+    timespec cpu{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    double ns = static_cast<double>(cpu.tv_sec) * 1e9 + static_cast<double>(cpu.tv_nsec);
+    char buf[128];
+    const ssize_t n = fd_ < 0 ? -1 : ::pread(fd_, buf, sizeof(buf) - 1, 0);
+    if (n <= 0) return ns;
+    buf[n] = '\0';
+    char* end = nullptr;
+    (void)std::strtod(buf, &end);  // on-CPU time, as the clock above but coarser
+    return ns + std::strtod(end, nullptr);
+  }
+
+ private:
+  int fd_;
+};
+
 // Filter/prioritize latency while admission runs on another thread (issue 15 item 3): the
 // verbs take the ledger lock shared; whatever admission holds exclusively, they wait for.
 void BM_VerbDuringAdmission(benchmark::State& state) {
@@ -351,7 +384,11 @@ void BM_VerbDuringAdmission(benchmark::State& state) {
     }
   });
   Percentiles pct;
+  SchedStat sched;
+  std::vector<double> blocked_us;
   for (auto _ : state) {
+    const double ran0 = sched.OnCpuOrRunnableNs();
+    const auto t0 = std::chrono::steady_clock::now();
     pct.Start();
     auto args = ParseFilterArgs(body, parser);
     if (!args.ok()) {
@@ -366,10 +403,20 @@ void BM_VerbDuringAdmission(benchmark::State& state) {
       benchmark::DoNotOptimize(reply.data());
     }
     pct.Stop();
+    const double wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    blocked_us.push_back(std::max(0.0, wall_ns - (sched.OnCpuOrRunnableNs() - ran0)) / 1e3);
   }
   stop.store(true);
   admission.join();
   pct.Report(state, true);
+  if (!blocked_us.empty()) {
+    std::sort(blocked_us.begin(), blocked_us.end());
+    double total = 0;
+    for (double b : blocked_us) total += b;
+    state.counters["blocked_p99_us"] = blocked_us[std::min(blocked_us.size() - 1, blocked_us.size() * 99 / 100)];
+    state.counters["blocked_max_us"] = blocked_us.back();
+    state.counters["blocked_mean_us"] = total / static_cast<double>(blocked_us.size());
+  }
   state.counters["ticks"] = static_cast<double>(ticks.load());
   if (c->ext.stats().gangs_admitted.load() != 0) state.SkipWithError("a gang was admitted on a full cluster");
 }
