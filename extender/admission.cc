@@ -2,11 +2,23 @@
 // scheduling engine (core/scheduling, docs/algorithms.md §8) driven by the ledger: gated
 // gangs that are complete wait in the engine; what it admits is reserved as a plan and
 // its gates are lifted. The simulator drives the same engine (sim/policy/phalanx_policy.cc).
+//
+// A pass runs under the ledger's shared lock (filter and prioritize keep running). Each
+// admission the engine makes is committed on its own under the exclusive lock: the shared
+// lock is let go, the exclusive one taken, the admission re-checked against the ledger as
+// it is then (the gang unchanged and without a plan, every planned GPU still free, the
+// domain still the plan's) and reserved whole or not at all, then the pass goes on under
+// the shared lock again, on the ledger as it now is. An admission that no longer holds is
+// not applied and the engine is told so (the gang keeps waiting, in its place). Nothing is
+// applied stale, and nothing is copied: the ledger is never held exclusively for a pass.
+// Evictions and the waiting gangs' reasons are applied once, after the pass.
 #include "extender/extender.h"
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <set>
+#include <shared_mutex>
 
 #include <fmt/format.h>
 
@@ -27,11 +39,30 @@ constexpr double kTerminationAllowanceSeconds = 30;
 
 }  // namespace
 
-// The ledger as the engine's driver: state() is the ledger's (minus GPUs nominated to
-// pending pods), Admit reserves the plan and lifts the gates.
+struct Extender::PlannedEviction {
+  GangKey victim;
+  PodInfo preemptor;  // a member of the preempting gang (events, the notice's reason)
+  std::string preemptor_key;
+  std::string reason;
+  bool notice = false;  // ask the victim's TrainingJob to checkpoint and stop
+};
+
+// What a pass leaves to apply after it, under the exclusive lock (its admissions are
+// committed as they are made).
+struct Extender::AdmissionPlan {
+  std::vector<PlannedEviction> evictions;
+  std::vector<std::pair<GangKey, std::string>> whys;  // waiting gangs whose reason changed
+  bool empty() const { return evictions.empty() && whys.empty(); }
+};
+
+// The ledger as the engine's driver. The pass holds `shared` (the ledger's shared lock);
+// Admit commits under the exclusive lock (CommitAdmission) and takes `shared` back;
+// Evict records the eviction for after the pass. StateFor adds the GPUs nominated to
+// pending pods.
 class Extender::AdmissionDriver final : public scheduling::EngineDriver {
  public:
-  AdmissionDriver(Extender& ext, MonotonicTime now) : ext_(ext), now_(now) {}
+  AdmissionDriver(Extender& ext, std::shared_lock<std::shared_mutex>& shared, MonotonicTime now, AdmissionPlan& out)
+      : ext_(ext), shared_(shared), now_(now), out_(out) {}
 
   const placement::ClusterState& state() const override { return ext_.ledger_.state(); }
 
@@ -40,14 +71,16 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
   // behind the scheduler's own fit). One overlay per priority, kept for the pass.
   const placement::ClusterState& StateFor(const scheduling::GangRequest& gang) const override {
     auto it = overlays_.find(gang.priority);
-    if (it == overlays_.end()) it = overlays_.emplace(gang.priority, ext_.StateWithNominatedHolds(gang.priority)).first;
-    return it->second ? *it->second : ext_.ledger_.state();
+    if (it == overlays_.end()) {
+      it = overlays_.emplace(gang.priority, ext_.StateWithNominatedHolds(state(), gang.priority)).first;
+    }
+    return it->second ? *it->second : state();
   }
 
   std::optional<std::vector<PodUid>> Admit(const scheduling::GangRequest& gang,
                                            const scheduling::Admission& a) override {
-    GangRecord* g = ext_.ledger_.MutableGang(gang.key);
-    if (g == nullptr || a.share) return std::nullopt;
+    const GangRecord* g = ext_.ledger_.FindGang(gang.key);
+    if (g == nullptr || g->plan || a.share) return std::nullopt;
     placement::GangPlan plan;
     if (a.plan) {
       plan = *a.plan;
@@ -57,14 +90,29 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
       plan.members = a.members;
     }
     // Plans later in this pass see this one in every overlay too.
+    std::vector<placement::ClusterState*> reserved;
+    auto unreserve = [&] {
+      for (placement::ClusterState* s : reserved) (void)s->Unreserve(plan.key);
+    };
     for (auto& [priority, overlay] : overlays_) {
-      if (overlay && !placement::ReservePlan(*overlay, plan).ok()) return std::nullopt;
+      if (!overlay) continue;
+      if (!placement::ReservePlan(*overlay, plan).ok()) {
+        unreserve();
+        return std::nullopt;
+      }
+      reserved.push_back(&*overlay);
     }
-    if (!ext_.ledger_.AdmitPlan(gang.key, std::move(plan), now_).ok()) return std::nullopt;
-    ext_.stats_.gangs_admitted++;
-    g->last_no_fit.clear();
-    ext_.LiftGates(*g);
-    return std::vector<PodUid>(g->members.begin(), g->members.end());
+    const std::set<PodUid> members = g->members;  // the gang as planned
+    shared_.unlock();
+    if (ext_.admission_hook_for_test_) ext_.admission_hook_for_test_();
+    std::optional<std::vector<PodUid>> admitted;
+    {
+      std::unique_lock exclusive(ext_.mu_);
+      admitted = ext_.CommitAdmission(gang.key, members, std::move(plan), now_);
+    }
+    shared_.lock();  // the pass goes on over the ledger as it is now
+    if (!admitted) unreserve();
+    return admitted;
   }
 
   // A whole victim gang: a TrainingJob that checkpoints on notice is asked to (the operator
@@ -87,20 +135,13 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
     }
     if (members.empty()) return std::nullopt;
     if (!ext_.BudgetRefusal(members).empty()) return std::nullopt;  // a budget would refuse a member
-    if (const TrainingJobInfo* tj = JobOf(victim); graceful && tj && tj->notice_seconds_needed > 0) {
-      ext_.RequestNotice({{tj->Key(), fmt::format("{}-{}", preemptor.str(), tj->Key())}}, by->info);
-      ext_.stats_.preempt_accepted++;
+    PlannedEviction e{victim, by->info, preemptor.str(), std::string(reason), false};
+    if (const TrainingJobInfo* tj = ext_.JobOf(victim); graceful && tj && tj->notice_seconds_needed > 0) {
+      e.notice = true;
+      out_.evictions.push_back(std::move(e));
       return tj->notice_seconds_needed + 60;  // the deadline the request gives the operator
     }
-    EvictionJob job;
-    job.group = victim.str();
-    job.preemptor = "gang " + preemptor.str();
-    for (const PodRecord* rec : members) {
-      if (!rec->info.node_name.empty()) job.pods.push_back(RefOf(rec->info));
-      ext_.Event(rec->info, "Normal", "Preempted", std::string(reason));
-    }
-    ext_.stats_.preempt_accepted++;
-    ext_.evictor_.Submit(std::move(job));
+    out_.evictions.push_back(std::move(e));
     return kTerminationAllowanceSeconds;
   }
 
@@ -124,23 +165,25 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
   }
 
   double NoticeSeconds(const GangKey& running) const override {
-    const TrainingJobInfo* tj = JobOf(running);
+    const TrainingJobInfo* tj = ext_.JobOf(running);
     return tj ? tj->notice_seconds_needed : 0;
   }
 
  private:
-  const TrainingJobInfo* JobOf(const GangKey& key) const {
-    const GangRecord* g = ext_.ledger_.FindGang(key);
-    if (g == nullptr || g->members.empty()) return nullptr;
-    const PodRecord* rec = ext_.ledger_.FindPod(*g->members.begin());
-    if (rec == nullptr || rec->info.training_job.empty()) return nullptr;
-    return ext_.ledger_.FindTrainingJob(rec->info.ns + "/" + rec->info.training_job);
-  }
-
   Extender& ext_;
+  std::shared_lock<std::shared_mutex>& shared_;
   MonotonicTime now_;
+  AdmissionPlan& out_;
   mutable std::map<int, std::optional<placement::ClusterState>> overlays_;
 };
+
+const TrainingJobInfo* Extender::JobOf(const GangKey& key) const {
+  const GangRecord* g = ledger_.FindGang(key);
+  if (g == nullptr || g->members.empty()) return nullptr;
+  const PodRecord* rec = ledger_.FindPod(*g->members.begin());
+  if (rec == nullptr || rec->info.training_job.empty()) return nullptr;
+  return ledger_.FindTrainingJob(rec->info.ns + "/" + rec->info.training_job);
+}
 
 std::optional<int> Extender::EffectiveMin(const GangRecord& g, MonotonicTime now) const {
   return g.MinMembers(now);
@@ -179,7 +222,7 @@ std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
   // kube-scheduler counts a nominated preemptor's resources as taken on its node; a plan that
   // took them would stall the preemptor behind a lower tier (and the gang behind the
   // scheduler's own fit), so plan as if they were held.
-  const std::optional<placement::ClusterState> held = StateWithNominatedHolds(g.priority);
+  const std::optional<placement::ClusterState> held = StateWithNominatedHolds(ledger_.state(), g.priority);
   auto planned = placement::PlanGang(held ? *held : ledger_.state(), SpecOf(g, std::max(*min, live)));
   if (!planned.ok()) return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), planned.status().message());
   if (!planned->fits()) return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), planned->no_fit->Message());
@@ -190,7 +233,8 @@ std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
   return "";
 }
 
-std::optional<placement::ClusterState> Extender::StateWithNominatedHolds(int priority) const {
+std::optional<placement::ClusterState> Extender::StateWithNominatedHolds(const placement::ClusterState& base,
+                                                                        int priority) const {
   std::optional<placement::ClusterState> state;
   for (const PodUid& uid : ledger_.nominated_pods()) {
     const PodRecord* rec = ledger_.FindPod(uid);
@@ -198,7 +242,7 @@ std::optional<placement::ClusterState> Extender::StateWithNominatedHolds(int pri
       continue;
     }
     const PodInfo& p = rec->info;
-    if (!state) state.emplace(ledger_.state());
+    if (!state) state.emplace(base);
     const auto index = state->FindNode(NodeName(p.nominated_node));
     if (!index) continue;
     placement::GpuMask free = state->node(*index).free, take = 0;
@@ -216,7 +260,32 @@ std::optional<placement::ClusterState> Extender::StateWithNominatedHolds(int pri
 
 void Extender::Tick() {
   const MonotonicTime now = clock_.Now();
-  std::unique_lock lock(mu_);
+  std::lock_guard admission(admission_mu_);
+  bool due = false;
+  {
+    std::shared_lock lock(mu_);
+    due = AnyExpired(now);
+  }
+  if (due) {
+    std::unique_lock lock(mu_);
+    ExpireBarriersAndPlans(now);
+  }
+  if (leadership_.IsLeader()) Admit(now);
+}
+
+bool Extender::AnyExpired(MonotonicTime now) const {
+  for (const auto& [key, b] : barriers_) {
+    if (now >= b.deadline) return true;
+  }
+  for (const auto& [key, g] : ledger_.gangs()) {
+    if (g.plan && !barriers_.contains(key) && now - g.planned_at > config_.plan_ttl && CommittedMembers(key) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Extender::ExpireBarriersAndPlans(MonotonicTime now) {
   std::vector<GangKey> expired;
   for (const auto& [key, b] : barriers_) {
     if (now >= b.deadline) expired.push_back(key);
@@ -244,7 +313,6 @@ void Extender::Tick() {
       g->last_no_fit = fmt::format("the plan expired after {} without a bind", Seconds(config_.plan_ttl));
     }
   }
-  if (leadership_.IsLeader()) Admit(now);
 }
 
 std::string Extender::PoolOf(const GangRecord& g) const {
@@ -286,6 +354,17 @@ scheduling::GangRequest Extender::EngineRequestOf(const GangRecord& g, int membe
 }
 
 void Extender::Admit(MonotonicTime now) {
+  AdmissionPlan plan;
+  {
+    std::shared_lock shared(mu_);
+    Pass(now, shared, plan);
+  }
+  if (plan.empty()) return;
+  std::unique_lock exclusive(mu_);
+  FinishPass(plan);
+}
+
+void Extender::Pass(MonotonicTime now, std::shared_lock<std::shared_mutex>& shared, AdmissionPlan& plan) {
   // Gated gangs that are complete wait in the engine; a gang that vanished, got a plan
   // elsewhere (filter of an ungated member) or changed size is withdrawn (and re-queued
   // with its new size).
@@ -344,7 +423,7 @@ void Extender::Admit(MonotonicTime now) {
   // settle, time moves heads' expected starts).
   const bool full = ledger_.release_epoch() != release_epoch_seen_ || now - last_full_pass_ >= std::chrono::seconds(1);
   release_epoch_seen_ = ledger_.release_epoch();
-  AdmissionDriver driver(*this, now);
+  AdmissionDriver driver(*this, shared, now, plan);
   engine_.Pass(EngineSeconds(now), driver, full ? scheduling::Engine::Scope::kFull : scheduling::Engine::Scope::kArrivalsOnly);
   if (full) last_full_pass_ = now;
   for (auto it = engine_waiting_.begin(); it != engine_waiting_.end();) {
@@ -353,9 +432,87 @@ void Extender::Admit(MonotonicTime now) {
       it = engine_waiting_.erase(it);
       continue;
     }
-    if (GangRecord* g = ledger_.MutableGang(it->first)) g->last_no_fit = engine_.WhyWaiting(it->first);
+    const GangRecord* g = ledger_.FindGang(it->first);
+    if (std::string why = engine_.WhyWaiting(it->first); g && g->last_no_fit != why) {
+      plan.whys.emplace_back(it->first, std::move(why));
+    }
     ++it;
   }
+}
+
+std::string Extender::AdmissionConflict(const GangRecord* g, const std::set<PodUid>& members,
+                                        const placement::GangPlan& plan) const {
+  if (g == nullptr) return "the gang is gone";
+  if (g->plan) return "the gang was planned meanwhile";
+  if (g->members != members) return "its members changed";
+  const placement::ClusterState& state = ledger_.state();
+  for (const placement::MemberPlacement& m : plan.members) {
+    const auto index = state.FindNode(m.node);
+    if (!index) return fmt::format("node {} is gone", m.node.str());
+    const placement::NodeState& n = state.node(*index);
+    if (m.gpus & ~n.free) {
+      return fmt::format("GPUs {} on node {} are no longer free", fmt::join(placement::GpuList(m.gpus & ~n.free), ","),
+                         m.node.str());
+    }
+    if (state.pool(n.pool).name != plan.pool) return fmt::format("node {} left pool {}", m.node.str(), plan.pool);
+    if (plan.level >= 0) {
+      const placement::DomainId d = n.domains[static_cast<size_t>(plan.level)];
+      if (d == placement::kNoDomain || state.domain(plan.level, d).value != plan.domain) {
+        return fmt::format("node {} left {}={}", m.node.str(), plan.level_key, plan.domain);
+      }
+    }
+  }
+  return "";
+}
+
+std::optional<std::vector<PodUid>> Extender::CommitAdmission(const GangKey& key, const std::set<PodUid>& members,
+                                                            placement::GangPlan plan, MonotonicTime now) {
+  GangRecord* g = ledger_.MutableGang(key);
+  std::string conflict = AdmissionConflict(g, members, plan);
+  // All or nothing: a plan is reserved whole or not at all.
+  if (conflict.empty()) {
+    if (Status st = ledger_.AdmitPlan(key, std::move(plan), now); !st.ok()) conflict = std::string(st.message());
+  }
+  if (!conflict.empty()) {
+    stats_.admission_conflicts++;
+    return std::nullopt;  // the engine keeps it waiting and goes on with the ledger as it is
+  }
+  stats_.gangs_admitted++;
+  g->last_no_fit.clear();
+  LiftGates(*g);
+  return std::vector<PodUid>(members.begin(), members.end());
+}
+
+void Extender::FinishPass(AdmissionPlan& plan) {
+  for (const PlannedEviction& e : plan.evictions) CarryOutEviction(e);
+  for (auto& [key, why] : plan.whys) {
+    if (GangRecord* g = ledger_.MutableGang(key); g && !g->plan) g->last_no_fit = std::move(why);
+  }
+}
+
+// The victim's members as they are now: the whole gang, whatever joined or left since the
+// pass chose it.
+void Extender::CarryOutEviction(const PlannedEviction& e) {
+  const GangRecord* v = ledger_.FindGang(e.victim);
+  if (v == nullptr) return;  // gone already: its GPUs are free
+  if (e.notice) {
+    if (const TrainingJobInfo* tj = JobOf(e.victim)) {
+      RequestNotice({{tj->Key(), fmt::format("{}-{}", e.preemptor_key, tj->Key())}}, e.preemptor);
+    }
+    stats_.preempt_accepted++;
+    return;
+  }
+  EvictionJob job;
+  job.group = e.victim.str();
+  job.preemptor = "gang " + e.preemptor_key;
+  for (const PodUid& uid : v->members) {
+    const PodRecord* rec = ledger_.FindPod(uid);
+    if (rec == nullptr) continue;
+    if (!rec->info.node_name.empty()) job.pods.push_back(RefOf(rec->info));
+    Event(rec->info, "Normal", "Preempted", e.reason);
+  }
+  stats_.preempt_accepted++;
+  evictor_.Submit(std::move(job));
 }
 
 void Extender::LiftGates(const GangRecord& g) {

@@ -19,8 +19,8 @@ Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, L
       clock_(clock),
       writer_(writer),
       leadership_(leadership),
-      ledger_(config_.topology_levels),
       engine_(config_.scheduling),
+      ledger_(config_.topology_levels),
       io_(writers) {
   evictor_.SetReport([this](const EvictionReport& r) { OnEvictionReport(r); });
 }
@@ -129,6 +129,7 @@ void Extender::RecoverCommitted() {
 
 std::string Extender::Explain(std::string_view ns_name) const {
   const MonotonicTime now = clock_.Now();
+  std::lock_guard admission(admission_mu_);  // the engine's standing of the gang
   std::shared_lock lock(mu_);
   const PodRecord* rec = ledger_.FindPodByName(ns_name);
   std::string summary;
@@ -195,6 +196,7 @@ void Extender::ReadLedger(const std::function<void(const Ledger&)>& read) const 
 }
 
 json::Json Extender::StateJson() const {
+  std::lock_guard admission(admission_mu_);  // the queue and the heads
   std::shared_lock lock(mu_);
   json::Json out = ledger_.ToJson();
   json::Json barriers = json::Json::array();

@@ -16,12 +16,14 @@
 //   Tick        admission (the scheduling engine of core/scheduling over the ledger:
 //               priority then first submission, heads and backfill; docs/algorithms.md
 //               §8), barrier timeouts and plan expiry. The daemon calls it every 100 ms;
-//               tests call it after advancing a FakeClock.
+//               tests call it after advancing a FakeClock. The pass is planned under the
+//               shared lock and committed, re-checked, under the exclusive one.
 // Only the leader (Lease phalanx-extender) admits, lifts gates, plans and binds; others
 // answer filter/prioritize and fail bind with a retryable error.
 //
 // Thread-safety: every method is thread-safe. Filter/Prioritize take the ledger lock
-// shared; everything that changes the ledger takes it exclusively. Writes run on the
+// shared; everything that changes the ledger takes it exclusively. Tick, Explain and
+// StateJson first take the admission lock (the engine's), then the ledger lock. Writes run on the
 // WritePool after the lock is released; bind callbacks run on its threads (or inline for
 // immediate errors).
 #pragma once
@@ -72,6 +74,9 @@ struct ExtenderStats {
   std::atomic<uint64_t> gangs_bound{0};
   std::atomic<uint64_t> barrier_timeouts{0};
   std::atomic<uint64_t> plans_expired{0};
+  // Admissions the engine made but the commit did not apply: the ledger changed between
+  // planning and commit (GPUs taken, members changed); the gang kept waiting.
+  std::atomic<uint64_t> admission_conflicts{0};
   std::atomic<uint64_t> preempt_accepted{0};
   std::atomic<uint64_t> preempt_vetoed{0};
   std::atomic<uint64_t> evictions{0};
@@ -123,6 +128,9 @@ class Extender {
   const ExtenderStats& stats() const { return stats_; }
   const ExtenderConfig& config() const { return config_; }
   // Waits until every queued API write (and its bind callbacks) has run.
+  // Runs between an admission's planning (shared lock released) and its commit: tests
+  // change the ledger there to exercise the commit's re-check. Set before Tick runs.
+  void SetAdmissionHookForTest(std::function<void()> hook) { admission_hook_for_test_ = std::move(hook); }
   void DrainForTest() {
     io_.Drain();
     evictor_.Drain();
@@ -157,7 +165,9 @@ class Extender {
     Status failure = OkStatus();       // guarded by mu: the first failure
   };
 
-  class AdmissionDriver;  // admission.cc: the ledger as the engine's driver
+  struct PlannedEviction;  // admission.cc: a victim gang a pass chose
+  struct AdmissionPlan;    // admission.cc: what one pass decided
+  class AdmissionDriver;  // admission.cc: the ledger as the engine's (read-only) driver
   friend class AdmissionDriver;
 
   FilterResult FilterGang(const FilterArgs& args);
@@ -169,13 +179,28 @@ class Extender {
   // The cluster as a gang of priority `priority` may plan on it: the ledger's state, minus the
   // GPUs that pending higher-priority pods were nominated to by kube-scheduler's preemption
   // (nullopt = no such pod; plan on the ledger's state itself).
-  std::optional<placement::ClusterState> StateWithNominatedHolds(int priority) const;
+  std::optional<placement::ClusterState> StateWithNominatedHolds(const placement::ClusterState& base,
+                                                                int priority) const;
   void ReleaseBarrier(const GangKey& key);          // exclusive lock held
   void FailBarrier(const GangKey& key, const std::string& why);  // exclusive lock held
   void FailCommit(const std::shared_ptr<GangCommit>& commit);      // on the write pool, no lock
   void BindCommitted(const std::shared_ptr<GangCommit>& commit);   // on the write pool, no lock
   int CommittedMembers(const GangKey& key) const;
-  void Admit(MonotonicTime now);                    // exclusive lock held
+  bool AnyExpired(MonotonicTime now) const;         // shared lock held
+  void ExpireBarriersAndPlans(MonotonicTime now);   // exclusive lock held
+  // The admission pass (admission_mu_ held): Pass under the shared lock, each admission
+  // committed by CommitAdmission under the exclusive lock; then FinishPass (exclusive).
+  void Admit(MonotonicTime now);
+  void Pass(MonotonicTime now, std::shared_lock<std::shared_mutex>& shared, AdmissionPlan& plan);
+  // Re-checks and reserves one admission, lifts its gates; nullopt if it no longer holds.
+  std::optional<std::vector<PodUid>> CommitAdmission(const GangKey& key, const std::set<PodUid>& members,
+                                                     placement::GangPlan plan, MonotonicTime now);
+  void FinishPass(AdmissionPlan& plan);
+  // Why a planned admission no longer holds on the ledger ("" = it does). Lock held.
+  std::string AdmissionConflict(const GangRecord* g, const std::set<PodUid>& members,
+                                const placement::GangPlan& plan) const;
+  void CarryOutEviction(const PlannedEviction& e);  // exclusive lock held
+  const TrainingJobInfo* JobOf(const GangKey& gang) const;  // the TrainingJob its first member runs
   scheduling::GangRequest EngineRequestOf(const GangRecord& g, int members) const;
   std::string PoolOf(const GangRecord& g) const;  // the capacity pool a running gang holds GPUs in
   void LiftGates(const GangRecord& g);              // exclusive lock held
@@ -194,13 +219,17 @@ class Extender {
   Leadership& leadership_;
   ExtenderStats stats_;
 
+  // Admission: one pass at a time; the engine and its bookkeeping. Taken before mu_.
+  mutable std::mutex admission_mu_;
+  scheduling::Engine engine_;                     // guarded by admission_mu_
+  std::map<GangKey, int> engine_waiting_;         // guarded by admission_mu_: gangs queued in engine_ -> size
+  std::set<GangKey> engine_running_;              // guarded by admission_mu_: gangs engine_ admitted or adopted
+  uint64_t release_epoch_seen_ = ~uint64_t{0};    // guarded by admission_mu_: ledger release epoch at the last pass
+  MonotonicTime last_full_pass_{};                // guarded by admission_mu_
+  std::function<void()> admission_hook_for_test_;
+
   mutable std::shared_mutex mu_;
   Ledger ledger_;                                 // guarded by mu_
-  scheduling::Engine engine_;                     // guarded by mu_
-  std::map<GangKey, int> engine_waiting_;         // guarded by mu_: gangs queued in engine_ -> size
-  std::set<GangKey> engine_running_;              // guarded by mu_: gangs engine_ admitted or adopted
-  uint64_t release_epoch_seen_ = ~uint64_t{0};    // guarded by mu_: ledger release epoch at the last pass
-  MonotonicTime last_full_pass_{};                // guarded by mu_
   std::map<GangKey, Barrier> barriers_;           // guarded by mu_
   // Pods seen only in filter requests (embedded mode, or before the informer): bind
   // needs their request. Bounded; guarded by summaries_mu_.

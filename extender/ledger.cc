@@ -181,17 +181,20 @@ bool Ledger::ChargeMig(const PodRecord& rec) {
   auto nit = nodes_.find(node);
   if (!mig || nit == nodes_.end()) return false;  // charged when the node (or its MIG layout) appears
   const std::vector<int> devices = MigDevicesFor(*mig, nit->second.info, p);
-  if (devices.empty() || !mig_.Allocate(p.uid, node, devices).ok()) {
+  if (devices.empty() || !mig_.Allocate(p.uid, node, devices, p.priority).ok()) {
     ++warnings_;  // bound where the ledger sees no free device of its profile
     return false;
   }
   return true;
 }
 
-Status Ledger::AssumeMig(const PodUid& uid, const NodeName& node, const std::vector<int>& devices) {
-  if (const placement::MigHolding* h = mig_.FindPod(uid); h && h->node == node && h->devices == devices) return OkStatus();
+Status Ledger::AssumeMig(const PodUid& uid, const NodeName& node, const std::vector<int>& devices, int priority) {
+  if (const placement::MigHolding* h = mig_.FindPod(uid);
+      h && h->node == node && h->devices == devices && h->priority == priority) {
+    return OkStatus();
+  }
   (void)mig_.Release(uid);
-  return mig_.Allocate(uid, node, devices);
+  return mig_.Allocate(uid, node, devices, priority);
 }
 
 void Ledger::Unwait(const PodInfo& p) {

@@ -95,8 +95,8 @@ class Ledger {
   // Charges `gpus` on `node` to a pod being bound (assumed until its devices annotation
   // or the plugin's report arrives). FailedPrecondition if the GPUs are not free.
   Status AssumePod(const PodUid& uid, const NodeName& node, placement::GpuMask gpus);
-  // Charges MIG devices (indexes into the node's MigNode) to a pod being bound.
-  Status AssumeMig(const PodUid& uid, const NodeName& node, const std::vector<int>& devices);
+  // Charges MIG devices (indexes into the node's MigNode) to a pod of `priority` being bound.
+  Status AssumeMig(const PodUid& uid, const NodeName& node, const std::vector<int>& devices, int priority);
   // Records a plan and reserves its GPUs. AlreadyExists if the gang has one.
   Status AdmitPlan(const GangKey& gang, placement::GangPlan plan, MonotonicTime now);
   // Unreserves and forgets the gang's plan (idempotent).

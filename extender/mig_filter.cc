@@ -74,20 +74,20 @@ Verdict Judge(const Ledger& ledger, std::string_view name, const PodInfo& pod, c
   if (!pod.pool_selector.empty() && spec.pool != pod.pool_selector)
     return {false, false, &messages.Pool(spec.pool, pod.pool_selector)};
   if (!spec.schedulable) return {false, false, &messages.Fixed("node is cordoned or not ready")};
-  const placement::MigNode* found = ledger.mig().Find(name);
-  const placement::MigNode& mig = found ? *found : EmptyMigNode();
+  const placement::MigLedger::NodeView view = ledger.mig().View(name);
+  const placement::MigNode& mig = view.node ? *view.node : EmptyMigNode();
   const placement::MigFeasibility f = placement::CheckMigFit(mig, req);
   if (f.fits()) return {true, false, nullptr};
   if (f.unresolvable()) return {false, false, &messages.Fit(f, false)};
   // In use: preemption helps only if lower-priority pods hold enough of the missing devices.
-  // Each holder is a pod lookup: stop as soon as enough are of lower priority.
+  // The ledger keeps each device's holder priority: no pod lookup per holder, and nothing
+  // to count when no holder on the node is below the pod (a full cluster of its own tier).
   int lower = 0;
-  for (int d : mig.DevicesOf(req.profile)) {
-    if (f.free + lower >= req.count) break;
-    const auto i = static_cast<size_t>(d);
-    if (!mig.slices()[i].healthy || mig.holder(i).empty()) continue;
-    const PodRecord* holder = ledger.FindPod(mig.holder(i));
-    if (holder && holder->info.priority < pod.priority) ++lower;
+  if (view.lowest_held < pod.priority) {
+    for (int d : mig.DevicesOf(req.profile)) {
+      if (f.free + lower >= req.count) break;
+      if (view.held_priority[static_cast<size_t>(d)] < pod.priority) ++lower;  // kNotHeld never is
+    }
   }
   if (f.free + lower >= req.count) return {false, true, &messages.Fit(f, false)};
   return {false, false, &messages.Fit(f, true)};
@@ -156,7 +156,7 @@ Result<std::vector<std::string>> AssumeMigForBind(Ledger& ledger, const PodInfo&
     if (!choice) return FailedPreconditionError(placement::CheckMigFit(*mig, *request).Message());
     devices = std::move(choice->devices);
   }
-  PHX_RETURN_IF_ERROR(ledger.AssumeMig(pod.uid, node, devices));
+  PHX_RETURN_IF_ERROR(ledger.AssumeMig(pod.uid, node, devices, pod.priority));
   std::vector<std::string> ids;
   for (int d : devices) ids.push_back(mig->slices()[static_cast<size_t>(d)].device_id);
   return ids;

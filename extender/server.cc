@@ -75,6 +75,9 @@ ExtenderServer::ExtenderServer(Extender& extender, metrics::Registry& registry, 
         [&s] { return static_cast<double>(s.gangs_bound.load()); });
   gauge("phalanx_extender_barrier_timeouts", "Gang bind barriers that timed out since start.",
         [&s] { return static_cast<double>(s.barrier_timeouts.load()); });
+  gauge("phalanx_extender_admission_conflicts",
+        "Admissions the engine made that the commit did not apply (the ledger changed in between), since start.",
+        [&s] { return static_cast<double>(s.admission_conflicts.load()); });
   gauge("phalanx_extender_preemptions_accepted", "Preempt calls answered with victims since start.",
         [&s] { return static_cast<double>(s.preempt_accepted.load()); });
   gauge("phalanx_extender_preemptions_vetoed", "Preempt calls vetoed since start.",
@@ -112,8 +115,11 @@ void ExtenderServer::Count(const char* verb, int status, double seconds) {
 void ExtenderServer::Register(http::HttpServer& server, bool verbs, bool debug) {
   http::StandardEndpoints endpoints;
   endpoints.ready = [this](std::string* reason) {
-    if (ready_.load()) return true;
     std::lock_guard lock(why_mu_);
+    if (ready_.load()) {
+      *reason = why_;  // notes of a ready replica ("TrainingJob CRD not installed: ...")
+      return true;
+    }
     *reason = why_.empty() ? "ledger not synced yet" : why_;
     return false;
   };

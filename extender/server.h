@@ -47,7 +47,8 @@ class ExtenderServer {
   uint16_t metrics_port() const;
   // /readyz turns 200 once the ledger is synced (snapshot loaded / informers synced).
   void SetReady(bool ready) { SetReadiness(ready, ""); }
-  // Not ready: `why` (the reasons, "; "-separated) is the 503 body.
+  // Not ready: `why` (the reasons, "; "-separated) is the 503 body. Ready: `why` holds notes
+  // (what it runs without), shown as "ok: <why>"; empty: "ok".
   void SetReadiness(bool ready, std::string why);
 
  private:

@@ -14,12 +14,27 @@
 //                               (a fifth of them high tier) that cannot fit: one Tick, which
 //                               holds the ledger's exclusive lock; /full after a release (a
 //                               full engine pass), /arrivals when nothing was released
+//   BM_VerbDuringAdmission/verb/period  filter (0) or prioritize (1) of a 4-GPU pod at 5,000
+//                               names on the BM_TickQueued cluster while another thread runs
+//                               admission: a node update (so each pass is a full one) and a
+//                               Tick every `period` ms (0 = back to back); p99/p999/max of
+//                               the verb's wall time, and of the time it was blocked (off CPU
+//                               and not runnable: waiting for the ledger lock; from the
+//                               thread's schedstat, so time lost to other processes on a
+//                               shared machine is not counted)
 // Command: build/bench/extender/extender_bench (see bench/RESULTS.md, Extender).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -52,11 +67,15 @@ class Percentiles {
  public:
   void Start() { t0_ = std::chrono::steady_clock::now(); }
   void Stop() { us_.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count()); }
-  void Report(benchmark::State& state) {
+  void Report(benchmark::State& state, bool tail = false) {
     if (us_.empty()) return;
     std::sort(us_.begin(), us_.end());
     state.counters["p50_us"] = us_[us_.size() / 2];
     state.counters["p99_us"] = us_[std::min(us_.size() - 1, us_.size() * 99 / 100)];
+    if (tail) {
+      state.counters["p999_us"] = us_[std::min(us_.size() - 1, us_.size() * 999 / 1000)];
+      state.counters["max_us"] = us_.back();
+    }
   }
 
  private:
@@ -281,9 +300,8 @@ void BM_GangAdmission(benchmark::State& state) {
 }
 BENCHMARK(BM_GangAdmission)->Unit(benchmark::kMillisecond)->Iterations(30);
 
-void BM_TickQueued(benchmark::State& state) {
-  const bool full = state.range(0) == 1;
-  Cluster c(8);
+// Every GPU held (8 one-GPU pods per node) and 1,000 gated 2 x 8 gangs queued (a fifth high).
+void QueueGangs(Cluster& c) {
   for (int g = 0; g < 1000; ++g) {
     const std::string name = fmt::format("queued-{}", g);
     for (int m = 0; m < 2; ++m) {
@@ -296,6 +314,12 @@ void BM_TickQueued(benchmark::State& state) {
     }
   }
   c.ext.Tick();  // queue them
+}
+
+void BM_TickQueued(benchmark::State& state) {
+  const bool full = state.range(0) == 1;
+  Cluster c(8);
+  QueueGangs(c);
   Percentiles pct;
   for (auto _ : state) {
     if (full) {
@@ -311,6 +335,100 @@ void BM_TickQueued(benchmark::State& state) {
   if (c.ext.stats().gangs_admitted.load() != 0) state.SkipWithError("a gang was admitted on a full cluster");
 }
 BENCHMARK(BM_TickQueued)->ArgName("full")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+// This thread's time on CPU (CLOCK_THREAD_CPUTIME_ID) plus its time waiting runnable for a
+// CPU (run_delay, the second field of /proc/thread-self/schedstat), in ns: what is left of
+// a wall-clock interval is the time it was blocked.
+struct SchedStat {
+  SchedStat() : fd_(::open("/proc/thread-self/schedstat", O_RDONLY)) {}
+  ~SchedStat() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  double OnCpuOrRunnableNs() const {
+    timespec cpu{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    double ns = static_cast<double>(cpu.tv_sec) * 1e9 + static_cast<double>(cpu.tv_nsec);
+    char buf[128];
+    const ssize_t n = fd_ < 0 ? -1 : ::pread(fd_, buf, sizeof(buf) - 1, 0);
+    if (n <= 0) return ns;
+    buf[n] = '\0';
+    char* end = nullptr;
+    (void)std::strtod(buf, &end);  // on-CPU time, as the clock above but coarser
+    return ns + std::strtod(end, nullptr);
+  }
+
+ private:
+  int fd_;
+};
+
+// Filter/prioritize latency while admission runs on another thread (issue 15 item 3): the
+// verbs take the ledger lock shared; whatever admission holds exclusively, they wait for.
+void BM_VerbDuringAdmission(benchmark::State& state) {
+  const bool prioritize = state.range(0) == 1;
+  const auto period = std::chrono::milliseconds(state.range(1));
+  static Cluster* c = [] {
+    auto* cluster = new Cluster(8);
+    QueueGangs(*cluster);
+    return cluster;
+  }();
+  const std::string body = FilterBody(WorkerPodJson("worker-0", 4), kNodes);
+  json::FastJsonParser parser;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> ticks{0};
+  std::thread admission([&] {
+    while (!stop.load()) {
+      (void)c->ext.OnNode(BenchNode(0));  // something may have come free: a full pass
+      c->ext.Tick();
+      ticks++;
+      if (period.count() > 0) std::this_thread::sleep_for(period);
+    }
+  });
+  Percentiles pct;
+  SchedStat sched;
+  std::vector<double> blocked_us;
+  for (auto _ : state) {
+    const double ran0 = sched.OnCpuOrRunnableNs();
+    const auto t0 = std::chrono::steady_clock::now();
+    pct.Start();
+    auto args = ParseFilterArgs(body, parser);
+    if (!args.ok()) {
+      state.SkipWithError(std::string(args.status().message()).c_str());
+      break;
+    }
+    if (prioritize) {
+      std::string reply = EncodeHostPriorities(c->ext.Prioritize(*args));
+      benchmark::DoNotOptimize(reply.data());
+    } else {
+      std::string reply = EncodeFilterResult(c->ext.Filter(*args));
+      benchmark::DoNotOptimize(reply.data());
+    }
+    pct.Stop();
+    const double wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    blocked_us.push_back(std::max(0.0, wall_ns - (sched.OnCpuOrRunnableNs() - ran0)) / 1e3);
+  }
+  stop.store(true);
+  admission.join();
+  pct.Report(state, true);
+  if (!blocked_us.empty()) {
+    std::sort(blocked_us.begin(), blocked_us.end());
+    double total = 0;
+    for (double b : blocked_us) total += b;
+    state.counters["blocked_p99_us"] = blocked_us[std::min(blocked_us.size() - 1, blocked_us.size() * 99 / 100)];
+    state.counters["blocked_max_us"] = blocked_us.back();
+    state.counters["blocked_mean_us"] = total / static_cast<double>(blocked_us.size());
+  }
+  state.counters["ticks"] = static_cast<double>(ticks.load());
+  if (c->ext.stats().gangs_admitted.load() != 0) state.SkipWithError("a gang was admitted on a full cluster");
+}
+BENCHMARK(BM_VerbDuringAdmission)
+    ->ArgNames({"prioritize", "period_ms"})
+    ->Args({0, 100})
+    ->Args({0, 0})
+    ->Args({1, 100})
+    ->Args({1, 0})
+    ->MinTime(3)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace phalanx::extender::bench

@@ -12,12 +12,9 @@
 //   extender_load --extender build/extender/phalanx-extender --nodes 5000 --names 500,5000
 //       --clients 1,2 --seconds 5 [--pods 100000] [--held-binds 2000] [--verbs filter,prioritize]
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -36,24 +34,20 @@
 
 #include "bench/extender/bench_cluster.h"
 #include "bench/extender/bench_http.h"
+#include "tests/e2e/harness/process.h"
 
 namespace phalanx::extender::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The daemon, run by the tests' process runner (e2e::Process: its own process group, logs in
+// <dir>/extender.out/.err, stopped when the driver ends).
 struct Daemon {
+  std::unique_ptr<e2e::Process> process;
   pid_t pid = -1;
   int port = 0, metrics_port = 0;
-  std::string log;
 
-  ~Daemon() {
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      int st = 0;
-      ::waitpid(pid, &st, 0);
-    }
-  }
   // "VmRSS", "VmHWM" (kB) or "Threads" from /proc/<pid>/status.
   long Status(const std::string& key) const {
     std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -76,28 +70,25 @@ struct Daemon {
 };
 
 bool StartDaemon(const std::string& binary, const std::string& dir, const std::string& snapshot, Daemon& d) {
-  d.log = dir + "/extender.log";
   const std::string config = dir + "/extender.yaml";
   std::ofstream(config) << "httpTimeoutSeconds: 300\ngangTimeoutSeconds: 600\n";
   const auto start = Clock::now();
-  d.pid = ::fork();
-  if (d.pid == 0) {
-    int fd = ::open(d.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<std::string> args = {binary,          "--listen",    "127.0.0.1:0",        "--metrics-addr",
-                                     "127.0.0.1:0",   "--config",    config,               "--cluster-snapshot",
-                                     snapshot,        "--read-timeout-seconds", "600"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    std::_Exit(127);
+  auto started = e2e::Process::Start({.name = "extender",
+                                      .binary = binary,
+                                      .args = {"--listen", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--config",
+                                               config, "--cluster-snapshot", snapshot, "--read-timeout-seconds", "600"},
+                                      .env = {},
+                                      .log_dir = dir});
+  if (!started.ok()) {
+    std::fprintf(stderr, "daemon: %s\n", started.status().message().c_str());
+    return false;
   }
+  d.process = std::move(*started);
+  d.pid = d.process->pid();
   const std::regex serving("listen=[0-9.]+:([0-9]+) metrics=[0-9.]+:([0-9]+)");
   while (Clock::now() - start < std::chrono::minutes(5)) {
     std::smatch m;
-    const std::string text = ReadFile(d.log);
+    const std::string text = ReadFile(d.process->stdout_path()) + ReadFile(d.process->stderr_path());
     if (std::regex_search(text, m, serving)) {
       d.port = std::stoi(m[1]);
       d.metrics_port = std::stoi(m[2]);
@@ -105,8 +96,7 @@ bool StartDaemon(const std::string& binary, const std::string& dir, const std::s
                   std::chrono::duration<double>(Clock::now() - start).count());
       return true;
     }
-    int st = 0;
-    if (::waitpid(d.pid, &st, WNOHANG) == d.pid) {
+    if (!d.process->Running()) {
       d.pid = -1;
       std::fprintf(stderr, "daemon exited:\n%s\n", text.c_str());
       return false;

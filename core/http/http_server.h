@@ -159,7 +159,9 @@ class HttpServer {
 // ready() returns true, else 503 with the reason), and GET /metrics (text/plain;
 // version=0.0.4, body from metrics()) when metrics is set. The callbacks run on io threads.
 struct StandardEndpoints {
-  std::function<bool(std::string* reason)> ready;  // null = always ready
+  // null = always ready. False: not ready, *reason the 503 body. True: ready, and *reason
+  // (if set) notes what the daemon runs without: the 200 body is "ok: <reason>".
+  std::function<bool(std::string* reason)> ready;
   std::function<std::string()> metrics;            // null = no /metrics route
 };
 void AddStandardEndpoints(HttpServer& server, StandardEndpoints endpoints);

@@ -16,7 +16,8 @@ void AddStandardEndpoints(HttpServer& server, StandardEndpoints endpoints) {
   server.Handle("GET", "/readyz", SyncHandler([ready = std::move(endpoints.ready)](const Request&) {
                   std::string reason;
                   if (!ready || ready(&reason)) {
-                    return Response{200, "text/plain; charset=utf-8", {}, "ok"};
+                    // Ready, with what it runs without (a degraded mode) if anything: "ok: ...".
+                    return Response{200, "text/plain; charset=utf-8", {}, reason.empty() ? "ok" : "ok: " + reason};
                   }
                   if (reason.empty()) reason = "not ready";
                   return Response{503, "text/plain; charset=utf-8", {}, std::move(reason)};

@@ -1,22 +1,22 @@
-// Runs the real phalanx-device-plugin binary as a child process for integration tests:
-// fork/exec with extra environment, stderr captured to a file, SIGTERM and exit status.
+// Runs the real phalanx-device-plugin binary as a child process for integration tests, on
+// the tests' process runner (tests/e2e/harness/process.h): extra environment, stdout and
+// stderr to files, signals and exit status.
 // Also a minimal blocking HTTP GET for /readyz and /metrics. Header-only test code.
 #pragma once
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -25,6 +25,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/e2e/harness/process.h"
 
 namespace phalanx::device_plugin::testing {
 
@@ -47,59 +49,39 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// The daemon, run by the tests' process runner (e2e::Process: its own process group, stopped
+// when the test ends). `log_path` names its logs: <dir>/<stem>.out and .err.
 class DaemonProcess {
  public:
-  DaemonProcess(std::vector<std::string> args, std::map<std::string, std::string> env, std::string log_path)
-      : log_path_(std::move(log_path)) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 2);
-      ::dup2(fd, 1);
-      for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-      std::vector<char*> argv;
-      std::string bin = PHALANX_DEVICE_PLUGIN_BINARY;
-      argv.push_back(bin.data());
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      std::_Exit(127);
-    }
-  }
-  ~DaemonProcess() {
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-    }
+  DaemonProcess(std::vector<std::string> args, std::map<std::string, std::string> env, const std::string& log_path) {
+    const std::filesystem::path path(log_path);
+    const std::string dir = path.parent_path().string(), name = path.stem().string();
+    // The runner appends to its logs: start from empty ones, as the tests read them whole.
+    for (const char* ext : {".out", ".err"}) std::filesystem::remove(dir + "/" + name + ext);
+    auto p = e2e::Process::Start({.name = name,
+                                  .binary = PHALANX_DEVICE_PLUGIN_BINARY,
+                                  .args = std::move(args),
+                                  .env = {env.begin(), env.end()},
+                                  .log_dir = dir});
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (p.ok()) process_ = std::move(*p);
   }
 
-  std::string log() const { return ReadFile(log_path_); }
-  void Signal(int sig) { ::kill(pid_, sig); }
+  std::string log() const {
+    return process_ ? ReadFile(process_->stdout_path()) + ReadFile(process_->stderr_path()) : "";
+  }
+  void Signal(int sig) {
+    if (process_) process_->Signal(sig);
+  }
 
-  // The exit code once the process ended within `timeout` (-1 for a signal), or nullopt.
+  // The exit status once the process ended within `timeout` (the code, or 128 + a signal),
+  // or nullopt.
   std::optional<int> WaitExit(std::chrono::milliseconds timeout = kDeadline) {
-    if (exited_) return code_;
-    const bool done = WaitUntil([&] {
-      int st = 0;
-      pid_t r = ::waitpid(pid_, &st, WNOHANG);
-      if (r == pid_) {
-        exited_ = true;
-        code_ = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-      }
-      return exited_;
-    }, timeout);
-    return done ? std::optional<int>(code_) : std::nullopt;
+    if (!process_) return std::nullopt;
+    if (!WaitUntil([&] { return !process_->Running(); }, timeout)) return std::nullopt;
+    return process_->exit_status();
   }
-  bool running() {
-    if (exited_) return false;
-    int st = 0;
-    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-      exited_ = true;
-      code_ = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    }
-    return !exited_;
-  }
+  bool running() { return process_ && process_->Running(); }
 
   // The metrics port, from the "Started HTTP server address=127.0.0.1:PORT" log line.
   int MetricsPort() {
@@ -116,10 +98,7 @@ class DaemonProcess {
   }
 
  private:
-  std::string log_path_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int code_ = -1;
+  std::unique_ptr<e2e::Process> process_;
 };
 
 // GET http://127.0.0.1:port/path; returns "<status> <body>" or "" on connection failure.

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -18,6 +17,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -29,9 +29,8 @@
 #include "core/json/json.h"
 #include "core/topology/reference_machines.h"
 #include "core/topology/topology_codec.h"
+#include "tests/e2e/harness/process.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
-
-extern char** environ;
 
 namespace phalanx::extender::itest {
 
@@ -117,67 +116,55 @@ inline bool WaitUntil(const std::function<bool()>& cond, std::chrono::seconds de
   return true;
 }
 
-// The real daemon, logs to <TempDir>/<name>.log.
+// The real daemon, run by the tests' process runner (e2e::Process: its own process group);
+// logs appended to <TempDir>/<name>.out and .err (a restart under the same name keeps them).
 class ExtenderProcess {
  public:
   ExtenderProcess(std::string name, const std::string& kubeconfig, std::vector<std::string> extra = {})
       : name_(std::move(name)), port_(FreePort()), metrics_port_(FreePort()) {
-    log_ = ::testing::TempDir() + "/" + name_ + ".log";
-    const std::string binary = std::string(PHALANX_TEST_BINARY_DIR) + "/extender/phalanx-extender";
-    std::vector<std::string> args = {binary,
-                                     "--kubeconfig", kubeconfig,
+    std::vector<std::string> args = {"--kubeconfig", kubeconfig,
                                      "--listen", "127.0.0.1:" + std::to_string(port_),
                                      "--metrics-addr", "127.0.0.1:" + std::to_string(metrics_port_),
                                      "--lease-namespace", "phalanx-system",
                                      "--log-format", "json", "--v", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    EXPECT_EQ(rc, 0) << "spawning " << binary;
+    auto p = e2e::Process::Start({.name = name_,
+                                  .binary = std::string(PHALANX_TEST_BINARY_DIR) + "/extender/phalanx-extender",
+                                  .args = std::move(args),
+                                  .env = {},
+                                  .log_dir = ::testing::TempDir()});
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (p.ok()) process_ = std::move(*p);
   }
   ~ExtenderProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      (void)Wait();
-    }
+    if (process_ && process_->Running()) process_->Kill();  // a crash, as before: no graceful stop
   }
   ExtenderProcess(const ExtenderProcess&) = delete;
   ExtenderProcess& operator=(const ExtenderProcess&) = delete;
 
   uint16_t port() const { return port_; }
   uint16_t metrics_port() const { return metrics_port_; }
-  void Signal(int sig) { kill(pid_, sig); }
-  // Exit status (waits); -1 when killed by a signal.
+  void Signal(int sig) {
+    if (process_) process_->Signal(sig);
+  }
+  // Exit status (waits): the code, or 128 + the signal that killed it.
   int Wait() {
-    if (exited_) return exit_code_;
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exited_ = true;
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return exit_code_;
+    if (!process_) return -1;
+    while (process_->Running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return process_->exit_status().value_or(-1);
   }
   // True once the process has exited (non-blocking).
-  bool Exited() {
-    if (exited_) return true;
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    return exited_;
-  }
+  bool Exited() { return !process_ || !process_->Running(); }
   std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    if (!process_) return "";
+    std::string out;
+    for (const std::string& path : {process_->stdout_path(), process_->stderr_path()}) {
+      std::ifstream in(path);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      out += ss.str();
+    }
+    return out;
   }
 
   bool Ready() { return Http(metrics_port_, "GET", "/readyz").status == 200; }
@@ -202,10 +189,7 @@ class ExtenderProcess {
  private:
   std::string name_;
   uint16_t port_, metrics_port_;
-  std::string log_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int exit_code_ = 0;
+  std::unique_ptr<e2e::Process> process_;
 };
 
 // --- objects -----------------------------------------------------------------------------

@@ -76,6 +76,20 @@ TEST_F(SyncFixture, ForbiddenPriorityClassesDoNotKeepTheExtenderUnready) {
   EXPECT_NE(ext->Log().find("Not allowed to list PriorityClasses"), std::string::npos);
 }
 
+// Without the TrainingJob CRD the extender is active (gangs from pod labels) and /readyz says
+// what it runs without, in its 200 body.
+TEST_F(SyncFixture, AReadyExtenderWithoutTheCrdSaysSoInReadyz) {
+  cluster.server->FailNext({.verb = "list", .path_contains = "trainingjobs", .code = 404, .count = 1000000,
+                            .message = "the server could not find the requested resource"});
+  cluster.Seed(DgxNode("dgx-1"));
+  StartExtender();
+  const HttpReply ready = Http(ext->metrics_port(), "GET", "/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body.rfind("ok: ", 0), 0u) << ready.body;
+  EXPECT_NE(ready.body.find("TrainingJob CRD not installed: gangs from pod labels only"), std::string::npos)
+      << ready.body;
+}
+
 TEST_F(SyncFixture, MigPodsReachTheLedgerAndABindHoldsTheDevice) {
   cluster.Seed(A100MigNode("a100"));
   auto mig_pod = [](const std::string& name) {

@@ -1,6 +1,6 @@
 // Test harness for the real phalanx-extender binary over HTTP (embedded mode):
-//   ExtenderProcess   fork/exec with --cluster-snapshot and ephemeral ports (read back from
-//                     its "Serving" log line), stdout+stderr to a file, SIGTERM/SIGKILL.
+//   ExtenderProcess   the binary with --cluster-snapshot on e2e::Process (tests/e2e/harness)
+//                     and ephemeral ports (read back from its "Serving" log line).
 //   HttpConnection    a blocking HTTP/1.1 client on one keep-alive TCP connection that sends
 //                     bytes exactly as given (raw fixture bodies, half bodies, garbage).
 //   WaitUntil         polls a condition; deadlines only catch hangs (the machine is shared).
@@ -8,13 +8,10 @@
 #pragma once
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -30,6 +28,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/e2e/harness/process.h"
 
 namespace phalanx::extender::testing {
 
@@ -209,53 +209,32 @@ inline HttpReply HttpCall(int port, const std::string& method, const std::string
   return c.Request(method, path, body);
 }
 
-// The real binary in embedded mode. Ports are ephemeral (127.0.0.1:0) and read back from its
-// log, so parallel tests never collide.
+// The real binary in embedded mode, run by the tests' process runner (e2e::Process: its own
+// process group, stdout/stderr in <dir>/extender.out/.err, stopped when the test ends). Ports
+// are ephemeral (127.0.0.1:0) and read back from its log, so parallel tests never collide.
 class ExtenderProcess {
  public:
   // `snapshot_json`: the --cluster-snapshot file's content. `extra`: more flags.
-  ExtenderProcess(const std::string& dir, const std::string& snapshot_json, std::vector<std::string> extra = {})
-      : log_path_(dir + "/extender.log") {
+  ExtenderProcess(const std::string& dir, const std::string& snapshot_json, std::vector<std::string> extra = {}) {
     const std::string snapshot = dir + "/snapshot.json";
     WriteFile(snapshot, snapshot_json);
-    std::vector<std::string> args = {PHALANX_EXTENDER_BINARY, "--listen",    "127.0.0.1:0",
-                                     "--metrics-addr",        "127.0.0.1:0", "--cluster-snapshot",
+    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--cluster-snapshot",
                                      snapshot};
     for (auto& e : extra) args.push_back(std::move(e));
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      std::_Exit(127);
-    }
+    // The runner appends to its logs: a previous run's "Serving" line must not be read.
+    for (const char* ext : {".out", ".err"}) std::filesystem::remove(dir + "/extender" + ext);
+    auto p = e2e::Process::Start(
+        {.name = "extender", .binary = PHALANX_EXTENDER_BINARY, .args = std::move(args), .env = {}, .log_dir = dir});
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (p.ok()) process_ = std::move(*p);
   }
-  ~ExtenderProcess() {
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-    }
-  }
-  ExtenderProcess(const ExtenderProcess&) = delete;
-  ExtenderProcess& operator=(const ExtenderProcess&) = delete;
 
-  std::string log() const { return ReadFile(log_path_); }
-
-  bool running() {
-    if (exited_) return false;
-    int st = 0;
-    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-      exited_ = true;
-      code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    }
-    return !exited_;
+  std::string log() const {
+    return process_ ? ReadFile(process_->stdout_path()) + ReadFile(process_->stderr_path()) : "";
   }
-  int exit_code() const { return code_; }
+
+  bool running() { return process_ && process_->Running(); }
+  int exit_code() { return process_ ? process_->exit_status().value_or(-1) : -1; }
 
   // Waits for "Serving listen=H:P metrics=H:P" and /readyz; false if it exited or hung.
   bool WaitServing() {
@@ -272,45 +251,34 @@ class ExtenderProcess {
     return WaitUntil([&] { return HttpCall(port_, "GET", "/readyz").status == 200 || !running(); }) && running();
   }
 
-  // SIGTERM and the exit code (nullopt if it did not exit in time).
+  // SIGTERM and the exit code (SIGKILL after kHangDeadline: 128 + 9).
   std::optional<int> Stop() {
-    if (exited_) return code_;
-    ::kill(pid_, SIGTERM);
-    if (!WaitUntil([&] { return !running(); })) return std::nullopt;
-    return code_;
+    if (!process_) return std::nullopt;
+    return process_->Stop(kHangDeadline);
   }
 
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
 
  private:
-  std::string log_path_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int code_ = -1;
+  std::unique_ptr<e2e::Process> process_;
   int port_ = 0;
   int metrics_port_ = 0;
 };
 
-// Runs a command line (argv) to completion; stdout in *out; the exit code (-1 on failure).
+// Runs a command line (argv) to completion with the process runner; its stdout then stderr
+// in *out; the exit code (-1 if it could not start or did not end within a minute).
 inline int RunCommand(const std::vector<std::string>& args, std::string* out, const std::string& dir) {
-  const std::string out_path = dir + "/command.out";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    std::_Exit(127);
-  }
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  *out = ReadFile(out_path);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  for (const char* ext : {".out", ".err"}) std::filesystem::remove(dir + "/command" + ext);
+  auto p = e2e::Process::Start({.name = "command",
+                                .binary = args.at(0),
+                                .args = std::vector<std::string>(args.begin() + 1, args.end()),
+                                .env = {},
+                                .log_dir = dir});
+  if (!p.ok()) return -1;
+  const bool ended = WaitUntil([&] { return !(*p)->Running(); }, std::chrono::seconds(60));
+  *out = ReadFile((*p)->stdout_path()) + ReadFile((*p)->stderr_path());
+  return ended ? (*p)->exit_status().value_or(-1) : -1;
 }
 
 }  // namespace phalanx::extender::testing

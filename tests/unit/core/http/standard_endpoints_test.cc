@@ -51,6 +51,22 @@ TEST(StandardEndpointsTest, ReadyzFollowsReadinessWithReason) {
   EXPECT_EQ(ready.extract_string().get(), "ok");
 }
 
+// A ready daemon's notes (what it runs without) are in the 200 body too.
+TEST(StandardEndpointsTest, ReadyzShowsTheNotesOfAReadyDaemon) {
+  HttpServer server(ServerOptions{});
+  StandardEndpoints endpoints;
+  endpoints.ready = [](std::string* reason) {
+    *reason = "TrainingJob CRD not installed: gangs from pod labels only";
+    return true;
+  };
+  AddStandardEndpoints(server, std::move(endpoints));
+  ASSERT_TRUE(server.Start().ok());
+  http_client client(BaseUrl(server));
+  auto ready = client.request(methods::GET, "/readyz").get();
+  EXPECT_EQ(ready.status_code(), 200);
+  EXPECT_EQ(ready.extract_string().get(), "ok: TrainingJob CRD not installed: gangs from pod labels only");
+}
+
 TEST(StandardEndpointsTest, MetricsServedInPrometheusTextFormat) {
   HttpServer server(ServerOptions{});
   StandardEndpoints endpoints;
