@@ -9,8 +9,7 @@ PodResourcesClient::PodResourcesClient(const std::string& socket_path)
       channel_(grpc::CreateChannel("unix:" + socket_path, grpc::InsecureChannelCredentials())),
       stub_(v1::PodResourcesLister::NewStub(channel_)) {}
 
-Result<Allocations> PodResourcesClient::List(const std::set<std::string>& resource_names,
-                                             std::chrono::milliseconds timeout) {
+Result<v1::ListPodResourcesResponse> PodResourcesClient::Call(std::chrono::milliseconds timeout) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
   v1::ListPodResourcesRequest req;
@@ -20,6 +19,14 @@ Result<Allocations> PodResourcesClient::List(const std::set<std::string>& resour
     return Status(static_cast<StatusCode>(s.error_code()),
                   fmt::format("pod-resources List on {}: {}", socket_path_, s.error_message()));
   }
+  return resp;
+}
+
+Result<Allocations> PodResourcesClient::List(const std::set<std::string>& resource_names,
+                                             std::chrono::milliseconds timeout) {
+  auto listed = Call(timeout);
+  if (!listed.ok()) return listed.status();
+  const v1::ListPodResourcesResponse& resp = *listed;
   Allocations out;
   for (const auto& pod : resp.pod_resources()) {
     PodKey key{pod.namespace_(), pod.name()};
@@ -37,15 +44,9 @@ Result<Allocations> PodResourcesClient::List(const std::set<std::string>& resour
 }
 
 Result<std::vector<DeviceHolder>> PodResourcesClient::ListHolders(std::chrono::milliseconds timeout) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  v1::ListPodResourcesRequest req;
-  v1::ListPodResourcesResponse resp;
-  grpc::Status s = stub_->List(&ctx, req, &resp);
-  if (!s.ok()) {
-    return Status(static_cast<StatusCode>(s.error_code()),
-                  fmt::format("pod-resources List on {}: {}", socket_path_, s.error_message()));
-  }
+  auto listed = Call(timeout);
+  if (!listed.ok()) return listed.status();
+  const v1::ListPodResourcesResponse& resp = *listed;
   std::vector<DeviceHolder> out;
   for (const auto& pod : resp.pod_resources()) {
     for (const auto& c : pod.containers()) {

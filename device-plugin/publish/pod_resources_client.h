@@ -47,6 +47,9 @@ class PodResourcesClient {
   Result<std::vector<DeviceHolder>> ListHolders(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
  private:
+  // One List call with a deadline; the error names the socket.
+  Result<v1::ListPodResourcesResponse> Call(std::chrono::milliseconds timeout);
+
   std::string socket_path_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::PodResourcesLister::Stub> stub_;
