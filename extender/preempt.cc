@@ -75,6 +75,43 @@ class QuoteDriver final : public scheduling::EngineDriver {
   const std::map<std::string, VictimGroup>& groups_;
 };
 
+// The victim groups offered to the engine's quote (index = candidate index) and what a
+// chosen set of them means for the writes.
+struct Candidates {
+  std::vector<scheduling::VictimCandidate> list;
+  std::vector<const VictimGroup*> groups;
+
+  void Add(const std::string& key, const VictimGroup& g, double started) {
+    std::vector<PodUid> pods;
+    for (const PodRecord* m : g.members) pods.push_back(m->info.uid);
+    list.push_back({.key = GangKey(key), .job = g.job, .priority = g.priority, .gpus = g.gpus, .pool = g.pool,
+                    .started = started, .pods = std::move(pods), .leaving = g.leaving});
+    groups.push_back(&g);
+  }
+  // Every pod of the chosen groups (their budgets are checked as one set).
+  std::vector<const PodRecord*> PodsOf(const placement::PreemptionDecision& decision) const {
+    std::vector<const PodRecord*> all;
+    for (int v : decision.victims) {
+      const VictimGroup& g = *groups[static_cast<size_t>(v)];
+      all.insert(all.end(), g.members.begin(), g.members.end());
+    }
+    return all;
+  }
+  // TrainingJobs of the chosen groups cheaper to ask for a checkpoint than to lose
+  // (job -> request id); each group newly asked counts toward its job's daily cap.
+  std::map<std::string, std::string> NoticeJobs(const scheduling::PricedPreemption& quote, scheduling::Engine& engine,
+                                                double now) const {
+    std::map<std::string, std::string> jobs;
+    for (int v : quote.decision->victims) {
+      if (!quote.graceful[static_cast<size_t>(v)]) continue;
+      const VictimGroup& g = *groups[static_cast<size_t>(v)];
+      if (!g.leaving) engine.RecordPreemption(g.job, now);
+      jobs.insert(g.notice_jobs.begin(), g.notice_jobs.end());
+    }
+    return jobs;
+  }
+};
+
 // Every gang or single pod holding GPUs that `preemptor_priority` may preempt (tiers[].preempts
 // for every member), with its work at risk and notice. Lock held.
 std::map<std::string, VictimGroup> VictimGroupsFor(const Ledger& ledger, const ExtenderConfig& config,
@@ -287,8 +324,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
   // offered: in full mode it reads back only pods it sent) whose budgets allow evicting them.
   std::set<std::string> offered_uids;
   for (const auto& [node_name, uids] : args.victims) offered_uids.insert(uids.begin(), uids.end());
-  std::vector<scheduling::VictimCandidate> candidates;
-  std::vector<const VictimGroup*> of_candidate;
+  Candidates candidates;
   std::string budget_refusal;
   for (const auto& [key, g] : groups) {
     bool offered = false;
@@ -301,39 +337,24 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
       budget_refusal = why;
       continue;
     }
-    std::vector<PodUid> pods;
-    for (const PodRecord* m : g.members) pods.push_back(m->info.uid);
-    candidates.push_back({.key = GangKey(key), .job = g.job, .priority = g.priority, .gpus = g.gpus, .pool = g.pool,
-                          .started = engine_time(g.started), .pods = std::move(pods), .leaving = g.leaving});
-    of_candidate.push_back(&g);
+    candidates.Add(key, g, engine_time(g.started));
   }
   QuoteDriver driver(state, groups);
-  auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, state), candidates, now, driver, domains);
+  auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, state), candidates.list, now, driver, domains);
   if (!quote.ok() || !quote->pays()) {
     stats_.preempt_vetoed++;
     if (!budget_refusal.empty()) Event(args.pod, "Warning", "PreemptionBlocked", budget_refusal);
     return r;  // no candidate for any node: nothing here pays for itself (or makes room)
   }
   const placement::PreemptionDecision& decision = *quote->decision;
-  std::vector<const PodRecord*> all;
-  for (int v : decision.victims) {
-    const VictimGroup& g = *of_candidate[static_cast<size_t>(v)];
-    all.insert(all.end(), g.members.begin(), g.members.end());
-  }
   // Budgets shared by several chosen groups: the set as a whole too, before anything is written.
-  if (std::string why = BudgetRefusal(all); !why.empty()) {
+  if (std::string why = BudgetRefusal(candidates.PodsOf(decision)); !why.empty()) {
     Event(args.pod, "Warning", "PreemptionBlocked", why);
     stats_.preempt_vetoed++;
     return r;
   }
   // Victims cheaper to ask for a checkpoint than to lose: ask, veto; the pod retries.
-  std::map<std::string, std::string> notice_jobs;
-  for (int v : decision.victims) {
-    if (!quote->graceful[static_cast<size_t>(v)]) continue;
-    const VictimGroup& g = *of_candidate[static_cast<size_t>(v)];
-    if (!g.leaving) engine_.RecordPreemption(g.job, now);
-    notice_jobs.insert(g.notice_jobs.begin(), g.notice_jobs.end());
-  }
+  const std::map<std::string, std::string> notice_jobs = candidates.NoticeJobs(*quote, engine_, now);
   if (!notice_jobs.empty()) {
     RequestNotice(notice_jobs, args.pod);
     stats_.preempt_vetoed++;
@@ -354,7 +375,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
   std::vector<EvictionJob> evictions;
   size_t victim_count = 0;
   for (int v : decision.victims) {
-    const VictimGroup& g = *of_candidate[static_cast<size_t>(v)];
+    const VictimGroup& g = *candidates.groups[static_cast<size_t>(v)];
     if (!g.leaving) engine_.RecordPreemption(g.job, now);
     EvictionJob job;
     job.group = g.key.starts_with("pod:") ? g.members.front()->info.Key() : g.key;
@@ -399,8 +420,7 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
   std::map<std::string, VictimGroup> groups = VictimGroupsFor(
       ledger_, config_, preemptor.info.priority, preemptor.info.Gang().str(),
       [&](const PodRecord& pod, double* notice, std::string* job) { return GpuSecondsAtRisk(pod, wall, notice, job); });
-  std::vector<scheduling::VictimCandidate> candidates;
-  std::vector<const VictimGroup*> of_candidate;
+  Candidates candidates;
   std::string budget_refusal;
   for (const auto& [key, vg] : groups) {
     if (key == g->key.str()) continue;
@@ -409,16 +429,11 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
       budget_refusal = why;
       continue;
     }
-    std::vector<PodUid> pods;
-    for (const PodRecord* m : vg.members) pods.push_back(m->info.uid);
-    candidates.push_back({.key = GangKey(key), .job = vg.job, .priority = vg.priority, .gpus = vg.gpus,
-                          .pool = vg.pool, .started = engine_time(vg.started), .pods = std::move(pods),
-                          .leaving = vg.leaving});
-    of_candidate.push_back(&vg);
+    candidates.Add(key, vg, engine_time(vg.started));
   }
   const scheduling::GangRequest req = EngineRequestOf(*g, members);
   QuoteDriver driver(ledger_.state(), groups);
-  auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, ledger_.state()), candidates, now, driver,
+  auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, ledger_.state()), candidates.list, now, driver,
                                        std::nullopt, g->plan ? std::optional<GangKey>(g->key) : std::nullopt);
   if (!quote.ok() || !quote->pays()) {
     g->last_no_fit = "preemption: " + (quote.ok() ? quote->why : std::string(quote.status().message()));
@@ -430,27 +445,14 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
     return r;
   }
   const auto& decision = *quote->decision;
-  {
-    // Budgets shared by several chosen gangs: check the set as a whole too.
-    std::vector<const PodRecord*> all;
-    for (int v : decision.victims) {
-      const VictimGroup& vg = *of_candidate[static_cast<size_t>(v)];
-      all.insert(all.end(), vg.members.begin(), vg.members.end());
-    }
-    if (std::string why = BudgetRefusal(all); !why.empty()) {
-      g->last_no_fit = "preemption: " + why;
-      Event(preemptor.info, "Warning", "PreemptionBlocked", why);
-      stats_.preempt_vetoed++;
-      return r;
-    }
+  // Budgets shared by several chosen gangs: check the set as a whole too.
+  if (std::string why = BudgetRefusal(candidates.PodsOf(decision)); !why.empty()) {
+    g->last_no_fit = "preemption: " + why;
+    Event(preemptor.info, "Warning", "PreemptionBlocked", why);
+    stats_.preempt_vetoed++;
+    return r;
   }
-  std::map<std::string, std::string> jobs;
-  for (int v : decision.victims) {
-    if (!quote->graceful[static_cast<size_t>(v)]) continue;
-    const VictimGroup& vg = *of_candidate[static_cast<size_t>(v)];
-    if (!vg.leaving) engine_.RecordPreemption(vg.job, now);
-    jobs.insert(vg.notice_jobs.begin(), vg.notice_jobs.end());
-  }
+  const std::map<std::string, std::string> jobs = candidates.NoticeJobs(*quote, engine_, now);
   if (!jobs.empty()) {
     RequestNotice(jobs, preemptor.info);
     stats_.preempt_vetoed++;
@@ -467,7 +469,7 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
   std::vector<EvictionJob> evictions;
   size_t victim_count = 0;
   for (int v : decision.victims) {
-    const VictimGroup& vg = *of_candidate[static_cast<size_t>(v)];
+    const VictimGroup& vg = *candidates.groups[static_cast<size_t>(v)];
     if (!vg.leaving) engine_.RecordPreemption(vg.job, now);
     EvictionJob job;
     job.group = vg.key.starts_with("pod:") ? vg.members.front()->info.Key() : vg.key;
