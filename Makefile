@@ -1,5 +1,6 @@
 # The two commands of the README. Both work on a fresh Debian bookworm machine as root.
 #   make demo  - install deps, build (Release), run the main job and print its report
+#                (then the two-team queue example, sim/data/two-team-*)
 #   make test  - install deps, build everything (tests + benchmarks), run every test
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
@@ -20,6 +21,19 @@ build: configure
 
 demo: build
 	./scripts/demo.sh $(BUILD_DIR)
+	@echo
+	@echo "== Two teams, one quota each (team-a floods, team-b is bursty; sim/data/README.md) =="
+	@mkdir -p $(BUILD_DIR)/demo
+	$(BUILD_DIR)/cli/phalanx simulate --cluster sim/data/two-team-cluster.yaml --trace sim/data/two-team-mix.csv \
+	  --policy phalanx,gang-binpack --seed 1 --report $(BUILD_DIR)/demo/two-team.json --html $(BUILD_DIR)/demo/two-team.html
+	@echo
+	@echo "== The same two teams without queues (phalanx; compare utilisation and fairness) =="
+	$(BUILD_DIR)/cli/phalanx simulate --cluster sim/data/two-team-cluster.yaml --trace sim/data/two-team-mix.csv \
+	  --policy phalanx --no-queues --seed 1 --quiet --report $(BUILD_DIR)/demo/two-team-no-queues.json
+	@python3 -c "import json,sys; a=json.load(open('$(BUILD_DIR)/demo/two-team.json'))['policies'][0]; \
+	  b=json.load(open('$(BUILD_DIR)/demo/two-team-no-queues.json'))['policies'][0]; \
+	  print('phalanx with queues: utilisation %.1f%% = %.1f%% of the run without queues (%.1f%%)' % \
+	  (100*a['gpuUtilisation'], 100*a['gpuUtilisation']/b['gpuUtilisation'], 100*b['gpuUtilisation']))"
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600

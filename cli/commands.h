@@ -8,5 +8,6 @@ namespace phalanx::cli {
 void RegisterVersionCommand(CommandRegistry& registry);
 void RegisterExplainCommand(CommandRegistry& registry);
 void RegisterTopologyCommand(CommandRegistry& registry);
+void RegisterReportCommand(CommandRegistry& registry);
 
 }  // namespace phalanx::cli

@@ -1,6 +1,9 @@
 // `phalanx explain NS/NAME`: why a pod (or its gang) is pending, in words. The extender owns the
 // answer (it holds the ledger, the gang plans and the admission queue); this command only asks
 // its debug endpoint, GET <extender>/debug/explain?pod=NS/NAME on --metrics-addr, and prints it.
+// For a running gang the answer includes what protects it as a preemption victim
+// (docs/algorithms.md §8.3): "preemptible after 14:05:10 UTC (min run 15m; ...)" or
+// "preempted 1/1 today: not preemptible until 09:12:00 UTC".
 // Typical use from a laptop:
 //   kubectl -n phalanx-system port-forward deploy/phalanx-scheduler 8080 &
 //   phalanx explain team-a/llama-a1-0
@@ -99,7 +102,7 @@ void RegisterExplainCommand(CommandRegistry& registry) {
   flags->extender_url = env_url != nullptr && *env_url != '\0' ? env_url : "http://127.0.0.1:8080";
   registry.Add({
       .name = "explain",
-      .description = "Explain why a pod or its gang is pending (asks the extender's /debug/explain)",
+      .description = "Explain why a pod or its gang is pending, or what protects it from preemption (asks the extender's /debug/explain)",
       .configure =
           [flags](CLI::App& app) {
             app.add_option("pod", flags->pod, "The pod, as NAMESPACE/NAME")->required();

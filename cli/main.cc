@@ -8,5 +8,6 @@ int main(int argc, char** argv) {
   phalanx::cli::RegisterTopologyCommand(registry);
   phalanx::sim::RegisterSimulateCommand(registry);
   phalanx::cli::RegisterExplainCommand(registry);
+  phalanx::cli::RegisterReportCommand(registry);
   return registry.Run(argc, argv);
 }

@@ -178,15 +178,10 @@ std::string Extender::Explain(std::string_view ns_name) const {
         if (!g->last_no_fit.empty()) out += ": " + g->last_no_fit;
       }
       // What protects it as a victim of the engine's preemption (docs/algorithms.md §8.3).
-      if (engine_.IsRunning(g->key)) {
-        const scheduling::TierPolicy& tier = engine_.policy().TierOf(g->priority);
-        const std::string job = EngineRequestOf(*g, static_cast<int>(g->members.size())).job;
-        const double engine_now = std::chrono::duration<double>(now.time_since_epoch()).count();
-        out += fmt::format("; as a preemption victim (tier {}): preempted {} of at most {} time(s) in the last 24 h",
-                           tier.name, engine_.PreemptionsInDay(job, engine_now), tier.max_preemptions_per_day);
-        if (engine_.PreemptionsInDay(job, engine_now) > 0) {
-          out += fmt::format(", not again before it ran {} in this attempt", Seconds(std::chrono::seconds(static_cast<int64_t>(tier.min_run_s))));
-        }
+      const double engine_now = std::chrono::duration<double>(now.time_since_epoch()).count();
+      if (auto standing = engine_.VictimStanding(g->key, engine_now)) {
+        const double wall = std::chrono::duration<double>(clock_.WallNow().time_since_epoch()).count();
+        out += fmt::format("; as a preemption victim (tier {}): {}", standing->tier, standing->Describe(engine_now, wall));
       }
     }
   } else if (!summary.empty() && rec->holding == Holding::kNone) {

@@ -1,5 +1,11 @@
-// The preempt verb: whole lower-tier gangs only, least work at risk, graceful notice
-// for TrainingJobs that need it; members on other nodes evicted by the extender.
+// The preempt verb (kube-scheduler's preemption cycle for pods that are not gated gangs):
+// whole lower-tier gangs only, chosen and priced by the scheduling engine's own rule
+// (Engine::QuotePreemption -> ChoosePricedPreemption, docs/algorithms.md §8.3): a victim
+// set is offered only when its benefit exceeds its cost, victims inside their minimum run
+// time or over their daily cap are left out, and per victim the cheaper of "at once" and
+// "graceful" is taken (graceful: a phalanx.io/preempt-request and a veto until it stopped).
+// Members on other nodes are evicted by the extender. Nothing offered = kube-scheduler gets
+// no candidate for any node and the pod stays pending until something frees.
 #include "extender/extender.h"
 
 #include <bit>
@@ -9,11 +15,125 @@
 #include <fmt/format.h>
 
 #include "core/placement/preemption.h"
+#include "core/scheduling/preemption_cost.h"
 #include "extender/extender_internal.h"
 
 namespace phalanx::extender {
 
 using namespace internal;  // NOLINT: this component's own helpers
+
+namespace {
+
+double EngineSeconds(MonotonicTime t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+// kube-scheduler asks to preempt only for a pod that fits on no node. When the engine's GPU-count
+// forecast says it would fit now (scattered GPUs, a node selector the forecast does not see), its
+// wait is unknown: counted as the horizon (the benefit is then capped by the victims' remaining run).
+double WaitOfUnfitPod(const scheduling::Engine& engine, const scheduling::GangRequest& req, double now,
+                      const placement::ClusterState& state) {
+  const double wait = engine.ExpectedWait(req, now, state);
+  return wait > 0 ? wait : engine.policy().wait_horizon_s;
+}
+
+// A candidate victim as the verb sees it: a whole gang ("ns/gang") or a single pod
+// ("pod:<uid>"), every member that holds GPUs.
+struct VictimGroup {
+  std::string key;
+  std::vector<const PodRecord*> members;
+  int priority = 0;
+  int gpus = 0;
+  std::string pool;
+  std::optional<SystemTime> started;  // the earliest member's start
+  double risk = 0;                    // GPU-seconds lost if evicted at once
+  double notice = 0;                  // seconds it needs to checkpoint on notice (0 = cannot)
+  std::string job;                    // preemption history: its TrainingJob, else the gang or pod
+  std::map<std::string, std::string> notice_jobs;  // TrainingJob -> request id, if graceful
+  bool leaving = false;               // a TrainingJob of it was asked to stop already
+};
+
+// Answers the engine's questions about candidates from what the verb computed.
+class QuoteDriver final : public scheduling::EngineDriver {
+ public:
+  QuoteDriver(const placement::ClusterState& state, const std::map<std::string, VictimGroup>& groups)
+      : state_(state), groups_(groups) {}
+  const placement::ClusterState& state() const override { return state_; }
+  std::optional<std::vector<PodUid>> Admit(const scheduling::GangRequest&, const scheduling::Admission&) override {
+    return std::nullopt;  // quoting only
+  }
+  std::optional<double> Evict(const GangKey&, const GangKey&, std::string_view, bool) override { return std::nullopt; }
+  double GpuSecondsAtRisk(const GangKey& running) const override {
+    auto it = groups_.find(running.str());
+    return it == groups_.end() ? 0 : it->second.risk;
+  }
+  double NoticeSeconds(const GangKey& running) const override {
+    auto it = groups_.find(running.str());
+    return it == groups_.end() ? 0 : it->second.notice;
+  }
+
+ private:
+  const placement::ClusterState& state_;
+  const std::map<std::string, VictimGroup>& groups_;
+};
+
+// Every gang or single pod holding GPUs that `preemptor_priority` may preempt (tiers[].preempts
+// for every member), with its work at risk and notice. Lock held.
+std::map<std::string, VictimGroup> VictimGroupsFor(const Ledger& ledger, const ExtenderConfig& config,
+                                                   int preemptor_priority, const std::string& request_prefix,
+                                                   const std::function<double(const PodRecord&, double*, std::string*)>& risk_of) {
+  std::map<std::string, VictimGroup> groups;
+  std::set<std::string> refused;
+  std::map<std::string, std::set<std::string>> counted_jobs;
+  const placement::ClusterState& state = ledger.state();
+  for (const auto& [uid, rec] : ledger.pods()) {
+    if (rec.holding == Holding::kNone) continue;
+    const std::string key = rec.info.IsGangMember() ? rec.info.Gang().str() : "pod:" + uid.str();
+    if (refused.contains(key)) continue;
+    if (!config.MayPreempt(preemptor_priority, rec.info.priority)) {
+      refused.insert(key);
+      groups.erase(key);
+      continue;
+    }
+    VictimGroup& g = groups[key];
+    g.key = key;
+    g.members.push_back(&rec);
+    g.priority = std::max(g.priority, rec.info.priority);
+    g.gpus += std::popcount(rec.gpus);
+    if (g.pool.empty()) {
+      if (auto node = state.FindNode(rec.node)) g.pool = state.pool(state.node(*node).pool).name;
+    }
+    const auto start = rec.info.start_time ? rec.info.start_time : rec.info.creation_time;
+    if (start && (!g.started || *start < *g.started)) g.started = start;
+    double n = 0;
+    std::string job;
+    const double risk = risk_of(rec, &n, &job);
+    if (job.empty() || counted_jobs[key].insert(job).second) g.risk += risk;
+    g.notice = std::max(g.notice, n);
+    if (!job.empty()) {
+      g.job = job;
+      if (n > 0) g.notice_jobs[job] = fmt::format("{}-{}", request_prefix, job);
+      if (const TrainingJobInfo* tj = ledger.FindTrainingJob(job); tj && !tj->preempt_request.empty()) g.leaving = true;
+    }
+  }
+  // A gang whose other members are protected (a higher tier we may not preempt) is not a
+  // whole lower-tier gang: never a candidate.
+  for (const auto& [key, g] : ledger.gangs()) {
+    auto it = groups.find(key.str());
+    if (it == groups.end()) continue;
+    for (const PodUid& m : g.members) {
+      const PodRecord* rec = ledger.FindPod(m);
+      if (rec && !config.MayPreempt(preemptor_priority, rec->info.priority)) {
+        groups.erase(it);
+        break;
+      }
+    }
+  }
+  for (auto& [key, g] : groups) {
+    if (g.job.empty()) g.job = key.starts_with("pod:") ? g.members.front()->info.Key() : key;
+  }
+  return groups;
+}
+
+}  // namespace
 
 // --- preempt -------------------------------------------------------------------------------
 
@@ -100,204 +220,223 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
     r.pdb_violations = args.pdb_violations;
     return r;
   }
+  std::lock_guard admission(admission_mu_);  // the engine (quote, preemption record), before mu_
   std::unique_lock lock(mu_);
   if (!ledger_.FindPod(args.pod.uid)) ledger_.UpsertPod(args.pod, clock_.Now());
   const PodRecord& preemptor = *ledger_.FindPod(args.pod.uid);
   if (args.pod.IsGangMember()) return PreemptGang(args, preemptor);
 
+  const MonotonicTime mono = clock_.Now();
+  const double now = EngineSeconds(mono);
   const SystemTime wall = clock_.WallNow();
-  const auto& state = ledger_.state();
-  struct Candidate {
-    std::string node;
-    std::vector<std::string> on_node;
-    std::vector<PodRef> elsewhere;
-    double risk = 0;
-    int highest_tier = 0;  // lowest index = highest tier; we prefer victims of the lowest tiers
-    std::map<std::string, std::string> notice_jobs;
-    std::map<std::string, EvictionJob> jobs;  // victim group -> members the extender evicts
-    std::vector<const PodRecord*> victims;
+  auto engine_time = [&](std::optional<SystemTime> t) {
+    return t ? now - std::chrono::duration<double>(wall - *t).count() : now;
   };
-  std::optional<Candidate> best;
-  std::string budget_refusal;  // the last candidate refused for a PodDisruptionBudget
+  const auto& state = ledger_.state();
+  // The nodes kube-scheduler offered, as domains of the node level (the plan must be on one).
+  std::set<std::string> domains;
   for (const auto& [node_name, uids] : args.victims) {
-    auto idx = state.FindNode(NodeName(node_name));
-    if (!idx) continue;
-    Candidate c;
-    c.node = node_name;
-    c.highest_tier = static_cast<int>(config_.tiers.size());
-    bool allowed = true;
-    std::set<std::string> groups;  // victim gangs ("ns/gang") or single pods ("pod:<uid>")
-    std::set<std::string> on_node(uids.begin(), uids.end());
-    std::vector<PodUid> release;
-    std::vector<const PodRecord*> victims;
-    std::vector<std::string> victim_group;  // parallel to victims
-    for (const std::string& uid : uids) {
-      const PodRecord* v = ledger_.FindPod(PodUid(uid));
-      if (!v) continue;  // holds no GPU we know of (the scheduler needs it for other resources)
-      if (!config_.MayPreempt(args.pod.priority, v->info.priority)) {
-        allowed = false;
-        break;
-      }
-      if (v->info.IsGangMember()) {
-        if (groups.insert(v->info.Gang().str()).second) {
-          const GangRecord* g = ledger_.FindGang(v->info.Gang());
-          std::vector<PodUid> members = g ? std::vector<PodUid>(g->members.begin(), g->members.end())
-                                          : std::vector<PodUid>{v->info.uid};
-          for (const PodUid& m : members) {
-            const PodRecord* mr = ledger_.FindPod(m);
-            if (!mr) continue;
-            if (!config_.MayPreempt(args.pod.priority, mr->info.priority)) allowed = false;
-            victims.push_back(mr);
-            victim_group.push_back(v->info.Gang().str());
-          }
-        }
-      } else if (groups.insert("pod:" + uid).second) {
-        victims.push_back(v);
-        victim_group.push_back(v->info.Key());
-      }
+    if (auto idx = state.FindNode(NodeName(node_name))) {
+      const auto& spec = state.node(*idx).spec;
+      domains.insert(spec.domains.empty() ? node_name : spec.domains[0]);
     }
-    if (!allowed) continue;
-    double notice = 0;
-    std::set<std::string> jobs_counted;
-    for (size_t vi = 0; vi < victims.size(); ++vi) {
-      const PodRecord* v = victims[vi];
-      if (v->holding != Holding::kNone) release.push_back(v->info.uid);
-      double n = 0;
-      std::string job;
-      const double risk = GpuSecondsAtRisk(*v, wall, &n, &job);
-      if (job.empty() || jobs_counted.insert(job).second) c.risk += risk;
-      if (n > 0 && !job.empty()) c.notice_jobs[job] = fmt::format("{}-{}", args.pod.uid.str(), job);
-      notice = std::max(notice, n);
-      c.highest_tier = std::min(c.highest_tier, config_.TierOf(v->info.priority));
-      EvictionJob& evict = c.jobs[victim_group[vi]];
-      evict.group = victim_group[vi];
-      if (v->node.str() == node_name || v->info.node_name == node_name) {
-        on_node.insert(v->info.uid.str());
-        evict.others_disrupted = true;  // kube-scheduler deletes it once we answer
-      } else if (!v->info.node_name.empty()) {
-        c.elsewhere.push_back(RefOf(v->info));
-        evict.pods.push_back(RefOf(v->info));
-      }
-      c.victims.push_back(v);
-    }
-    // The preemptor must really fit on this node once the victims' GPUs are free.
+  }
+  if (domains.empty()) {
+    stats_.preempt_vetoed++;
+    return r;
+  }
+  // The pod as the engine sees a one-member gang that must fit on one node.
+  scheduling::GangRequest req;
+  req.key = GangKey("pod:" + args.pod.uid.str());
+  req.job = args.pod.training_job.empty() ? args.pod.Key() : args.pod.ns + "/" + args.pod.training_job;
+  req.pool = args.pod.pool_selector;
+  req.priority = args.pod.priority;
+  req.gpus_per_member = std::clamp(args.pod.gpus, 1, placement::kMaxGpusPerNode);
+  req.level = config_.topology_levels.front();
+  req.mode = placement::TopologyMode::kRequired;
+  req.submitted = engine_time(args.pod.creation_time);
+  // Its GPUs fit on an offered node already: the preemption is about other resources (CPU,
+  // memory), not the engine's business; kube-scheduler's choice for those nodes stands.
+  {
     placement::GangSpec spec;
-    spec.key = GangKey("preemptor/" + args.pod.uid.str());
-    spec.gpus_per_member = std::clamp(args.pod.gpus, 1, placement::kMaxGpusPerNode);
-    if (!args.pod.pool_selector.empty()) spec.pool = args.pod.pool_selector;
-    spec.level = config_.topology_levels.front();
-    spec.mode = placement::TopologyMode::kRequired;
-    placement::PlanOptions options;
-    options.assume_released = release;
-    options.only_domain = state.node(*idx).spec.domains.empty() ? node_name : state.node(*idx).spec.domains[0];
-    auto plan = placement::PlanGang(state, spec, options);
-    if (!plan.ok() || !plan->fits()) continue;
-    // Every member's budgets, before anything is written: a refusal must leave no gang half-evicted.
-    if (std::string why = BudgetRefusal(victims); !why.empty()) {
-      budget_refusal = fmt::format("node {}: {}", node_name, why);
+    spec.key = req.key;
+    spec.gpus_per_member = req.gpus_per_member;
+    if (!req.pool.empty()) spec.pool = req.pool;
+    spec.level = req.level;
+    spec.mode = req.mode;
+    for (const auto& [node_name, uids] : args.victims) {
+      auto idx = state.FindNode(NodeName(node_name));
+      if (!idx) continue;
+      placement::PlanOptions options;
+      options.only_domain = state.node(*idx).spec.domains.empty() ? node_name : state.node(*idx).spec.domains[0];
+      auto plan = placement::PlanGang(state, spec, options);
+      if (!plan.ok() || !plan->fits()) continue;
+      r.victims[node_name] = uids;
+      if (auto it = args.pdb_violations.find(node_name); it != args.pdb_violations.end()) {
+        r.pdb_violations[node_name] = it->second;
+      }
+    }
+    if (!r.victims.empty()) {
+      stats_.preempt_accepted++;
+      return r;
+    }
+  }
+  std::map<std::string, VictimGroup> groups = VictimGroupsFor(
+      ledger_, config_, args.pod.priority, args.pod.uid.str(),
+      [&](const PodRecord& pod, double* notice, std::string* job) { return GpuSecondsAtRisk(pod, wall, notice, job); });
+  // Candidates: groups kube-scheduler offered a member of (its reply may only narrow what it
+  // offered: in full mode it reads back only pods it sent) whose budgets allow evicting them.
+  std::set<std::string> offered_uids;
+  for (const auto& [node_name, uids] : args.victims) offered_uids.insert(uids.begin(), uids.end());
+  std::vector<scheduling::VictimCandidate> candidates;
+  std::vector<const VictimGroup*> of_candidate;
+  std::string budget_refusal;
+  for (const auto& [key, g] : groups) {
+    bool offered = false;
+    for (const PodRecord* m : g.members) {
+      auto it = args.victims.find(m->node.str());
+      offered = offered || (it != args.victims.end() && offered_uids.contains(m->info.uid.str()));
+    }
+    if (!offered) continue;
+    if (std::string why = BudgetRefusal(g.members); !why.empty()) {
+      budget_refusal = why;
       continue;
     }
-    c.on_node.assign(on_node.begin(), on_node.end());
-    // Rank: victims from the lowest tiers, then least work at risk, then fewest victims.
-    auto rank = [](const Candidate& x) { return std::make_tuple(-x.highest_tier, x.risk, x.on_node.size() + x.elsewhere.size()); };
-    if (!best || rank(c) < rank(*best)) best = std::move(c);
+    std::vector<PodUid> pods;
+    for (const PodRecord* m : g.members) pods.push_back(m->info.uid);
+    candidates.push_back({.key = GangKey(key), .job = g.job, .priority = g.priority, .gpus = g.gpus, .pool = g.pool,
+                          .started = engine_time(g.started), .pods = std::move(pods), .leaving = g.leaving});
+    of_candidate.push_back(&g);
   }
-  if (!best) {
+  QuoteDriver driver(state, groups);
+  auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, state), candidates, now, driver, domains);
+  if (!quote.ok() || !quote->pays()) {
     stats_.preempt_vetoed++;
     if (!budget_refusal.empty()) Event(args.pod, "Warning", "PreemptionBlocked", budget_refusal);
-    return r;  // veto: no candidate is made of whole lower-tier gangs that make room
+    return r;  // no candidate for any node: nothing here pays for itself (or makes room)
   }
-  if (!best->notice_jobs.empty()) {
-    RequestNotice(best->notice_jobs, args.pod);
+  const placement::PreemptionDecision& decision = *quote->decision;
+  std::vector<const PodRecord*> all;
+  for (int v : decision.victims) {
+    const VictimGroup& g = *of_candidate[static_cast<size_t>(v)];
+    all.insert(all.end(), g.members.begin(), g.members.end());
+  }
+  // Budgets shared by several chosen groups: the set as a whole too, before anything is written.
+  if (std::string why = BudgetRefusal(all); !why.empty()) {
+    Event(args.pod, "Warning", "PreemptionBlocked", why);
     stats_.preempt_vetoed++;
-    return r;  // the operator drains the job after a checkpoint; the preemptor retries
+    return r;
   }
-  r.victims[best->node] = best->on_node;
-  if (auto it = args.pdb_violations.find(best->node); it != args.pdb_violations.end()) {
-    r.pdb_violations[best->node] = it->second;
+  // Victims cheaper to ask for a checkpoint than to lose: ask, veto; the pod retries.
+  std::map<std::string, std::string> notice_jobs;
+  for (int v : decision.victims) {
+    if (!quote->graceful[static_cast<size_t>(v)]) continue;
+    const VictimGroup& g = *of_candidate[static_cast<size_t>(v)];
+    if (!g.leaving) engine_.RecordPreemption(g.job, now);
+    notice_jobs.insert(g.notice_jobs.begin(), g.notice_jobs.end());
   }
+  if (!notice_jobs.empty()) {
+    RequestNotice(notice_jobs, args.pod);
+    stats_.preempt_vetoed++;
+    return r;
+  }
+  const std::string node = decision.plan.members.empty() ? "" : decision.plan.members[0].node.str();
+  auto offered = args.victims.find(node);
+  if (offered == args.victims.end()) {  // cannot happen with domains; never answer for another node
+    stats_.preempt_vetoed++;
+    return r;
+  }
+  // kube-scheduler's own victims on the node that hold no GPU we know of stay (it needs them
+  // for other resources); of the GPU pods, only the engine's choice.
+  std::set<std::string> on_node;
+  for (const std::string& uid : offered->second) {
+    if (!ledger_.FindPod(PodUid(uid))) on_node.insert(uid);
+  }
+  std::vector<EvictionJob> evictions;
+  size_t victim_count = 0;
+  for (int v : decision.victims) {
+    const VictimGroup& g = *of_candidate[static_cast<size_t>(v)];
+    if (!g.leaving) engine_.RecordPreemption(g.job, now);
+    EvictionJob job;
+    job.group = g.key.starts_with("pod:") ? g.members.front()->info.Key() : g.key;
+    job.preemptor = args.pod.Key();
+    for (const PodRecord* m : g.members) {
+      ++victim_count;
+      if (m->node.str() == node || m->info.node_name == node) {
+        on_node.insert(m->info.uid.str());
+        job.others_disrupted = true;  // kube-scheduler deletes it once we answer
+        Event(m->info, "Normal", "Preempted",
+              fmt::format("preempted by {} (priority {}) on {}: {}", args.pod.Key(), args.pod.priority, node,
+                          quote->price.Describe()));
+      } else if (!m->info.node_name.empty()) {
+        job.pods.push_back(RefOf(m->info));
+      }
+    }
+    if (!job.pods.empty()) evictions.push_back(std::move(job));
+  }
+  r.victims[node].assign(on_node.begin(), on_node.end());
+  if (auto it = args.pdb_violations.find(node); it != args.pdb_violations.end()) r.pdb_violations[node] = it->second;
   stats_.preempt_accepted++;
   Event(args.pod, "Normal", "Preempting",
-        fmt::format("preempting {} pod(s) of lower tiers to make room on {}", best->victims.size(), best->node));
-  for (const PodRecord* v : best->victims) {
-    if (v->info.node_name == best->node) {
-      Event(v->info, "Normal", "Preempted",
-            fmt::format("preempted by {} (priority {}) on {}", args.pod.Key(), args.pod.priority, best->node));
-    }
-  }
-  for (auto& [group, job] : best->jobs) {
-    if (job.pods.empty()) continue;
-    job.preemptor = args.pod.Key();
-    evictor_.Submit(std::move(job));
-  }
+        fmt::format("preempting {} pod(s) of {} lower-tier gang(s) to make room on {} ({})", victim_count,
+                    decision.victims.size(), node, quote->price.Describe()));
+  for (EvictionJob& job : evictions) evictor_.Submit(std::move(job));
   return r;
 }
 
 PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& preemptor) {
   PreemptResult r;
   r.meta = args.meta;
-  const MonotonicTime now = clock_.Now();
+  const MonotonicTime mono = clock_.Now();
+  const double now = EngineSeconds(mono);
   const SystemTime wall = clock_.WallNow();
+  auto engine_time = [&](std::optional<SystemTime> t) {
+    return t ? now - std::chrono::duration<double>(wall - *t).count() : now;
+  };
   GangRecord* g = ledger_.MutableGang(preemptor.info.Gang());
   if (!g) return r;
-  const int members = std::max(EffectiveMin(*g, now).value_or(static_cast<int>(g->members.size())),
+  const int members = std::max(EffectiveMin(*g, mono).value_or(static_cast<int>(g->members.size())),
                                static_cast<int>(g->members.size()));
-  // Candidate victims: every whole gang (or single pod) of a tier we may preempt.
-  std::map<std::string, placement::VictimGang> groups;
-  std::map<std::string, std::map<std::string, std::string>> notice_jobs;
-  std::map<std::string, std::set<std::string>> counted_jobs;
-  for (const auto& [uid, rec] : ledger_.pods()) {
-    if (rec.holding == Holding::kNone) continue;
-    const std::string key = rec.info.IsGangMember() ? rec.info.Gang().str() : "pod:" + uid.str();
-    auto& vg = groups[key];
-    vg.key = GangKey(key);
-    vg.priority = std::max(vg.priority, rec.info.priority);
-    vg.pods.push_back(uid);
-    double n = 0;
-    std::string job;
-    const double risk = GpuSecondsAtRisk(rec, wall, &n, &job);
-    if (job.empty() || counted_jobs[key].insert(job).second) vg.gpu_seconds_at_risk += risk;
-    vg.notice_seconds_needed = std::max(vg.notice_seconds_needed, n);
-    if (n > 0) notice_jobs[key][job] = fmt::format("{}-{}", preemptor.info.Gang().str(), job);
-  }
-  std::vector<placement::VictimGang> candidates;
+  std::map<std::string, VictimGroup> groups = VictimGroupsFor(
+      ledger_, config_, preemptor.info.priority, preemptor.info.Gang().str(),
+      [&](const PodRecord& pod, double* notice, std::string* job) { return GpuSecondsAtRisk(pod, wall, notice, job); });
+  std::vector<scheduling::VictimCandidate> candidates;
+  std::vector<const VictimGroup*> of_candidate;
   std::string budget_refusal;
-  for (auto& [key, vg] : groups) {
-    bool ok = true;
-    std::vector<const PodRecord*> members;
-    for (const PodUid& uid : vg.pods) {
-      members.push_back(ledger_.FindPod(uid));
-      ok = ok && config_.MayPreempt(preemptor.info.priority, members.back()->info.priority);
-    }
-    if (!ok) continue;
+  for (const auto& [key, vg] : groups) {
+    if (key == g->key.str()) continue;
     // A gang whose budgets would refuse its eviction is never a candidate (nothing half-evicted).
-    if (std::string why = BudgetRefusal(members); !why.empty()) {
+    if (std::string why = BudgetRefusal(vg.members); !why.empty()) {
       budget_refusal = why;
       continue;
     }
-    candidates.push_back(std::move(vg));
+    std::vector<PodUid> pods;
+    for (const PodRecord* m : vg.members) pods.push_back(m->info.uid);
+    candidates.push_back({.key = GangKey(key), .job = vg.job, .priority = vg.priority, .gpus = vg.gpus,
+                          .pool = vg.pool, .started = engine_time(vg.started), .pods = std::move(pods),
+                          .leaving = vg.leaving});
+    of_candidate.push_back(&vg);
   }
-  placement::PreemptionRequest req;
-  req.preemptor = SpecOf(*g, members);
-  req.priority = preemptor.info.priority;
-  req.candidates = candidates;
-  if (g->plan) req.own_plan = g->key;
-  auto result = placement::ChoosePreemption(ledger_.state(), req);
-  if (!result.ok() || !result->helps() || result->decision->victims.empty()) {
-    if (result.ok() && result->none) g->last_no_fit = "preemption: " + result->none->Message();
+  const scheduling::GangRequest req = EngineRequestOf(*g, members);
+  QuoteDriver driver(ledger_.state(), groups);
+  auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, ledger_.state()), candidates, now, driver,
+                                       std::nullopt, g->plan ? std::optional<GangKey>(g->key) : std::nullopt);
+  if (!quote.ok() || !quote->pays()) {
+    g->last_no_fit = "preemption: " + (quote.ok() ? quote->why : std::string(quote.status().message()));
     if (!budget_refusal.empty()) {
-      g->last_no_fit = "preemption: " + budget_refusal;
+      g->last_no_fit += "; " + budget_refusal;
       Event(preemptor.info, "Warning", "PreemptionBlocked", budget_refusal);
     }
     stats_.preempt_vetoed++;
     return r;
   }
-  const auto& decision = *result->decision;
+  const auto& decision = *quote->decision;
   {
     // Budgets shared by several chosen gangs: check the set as a whole too.
     std::vector<const PodRecord*> all;
     for (int v : decision.victims) {
-      for (const PodUid& uid : candidates[static_cast<size_t>(v)].pods) all.push_back(ledger_.FindPod(uid));
+      const VictimGroup& vg = *of_candidate[static_cast<size_t>(v)];
+      all.insert(all.end(), vg.members.begin(), vg.members.end());
     }
     if (std::string why = BudgetRefusal(all); !why.empty()) {
       g->last_no_fit = "preemption: " + why;
@@ -308,8 +447,10 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
   }
   std::map<std::string, std::string> jobs;
   for (int v : decision.victims) {
-    auto it = notice_jobs.find(candidates[static_cast<size_t>(v)].key.str());
-    if (it != notice_jobs.end()) jobs.insert(it->second.begin(), it->second.end());
+    if (!quote->graceful[static_cast<size_t>(v)]) continue;
+    const VictimGroup& vg = *of_candidate[static_cast<size_t>(v)];
+    if (!vg.leaving) engine_.RecordPreemption(vg.job, now);
+    jobs.insert(vg.notice_jobs.begin(), vg.notice_jobs.end());
   }
   if (!jobs.empty()) {
     RequestNotice(jobs, preemptor.info);
@@ -327,18 +468,19 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
   std::vector<EvictionJob> evictions;
   size_t victim_count = 0;
   for (int v : decision.victims) {
+    const VictimGroup& vg = *of_candidate[static_cast<size_t>(v)];
+    if (!vg.leaving) engine_.RecordPreemption(vg.job, now);
     EvictionJob job;
-    job.group = candidates[static_cast<size_t>(v)].key.str();
+    job.group = vg.key.starts_with("pod:") ? vg.members.front()->info.Key() : vg.key;
     job.preemptor = "gang " + g->key.str();
-    for (const PodUid& uid : candidates[static_cast<size_t>(v)].pods) {
-      const PodRecord* rec = ledger_.FindPod(uid);
-      if (!rec) continue;
+    for (const PodRecord* rec : vg.members) {
       victim_count++;
       if (!reply_node.empty() && rec->node.str() == reply_node) {
-        r.victims[reply_node].push_back(uid.str());
+        r.victims[reply_node].push_back(rec->info.uid.str());
         job.others_disrupted = true;  // kube-scheduler deletes it once we answer
         Event(rec->info, "Normal", "Preempted",
-              fmt::format("preempted by gang {} (priority {}) on {}", g->key.str(), preemptor.info.priority, reply_node));
+              fmt::format("preempted by gang {} (priority {}) on {}: {}", g->key.str(), preemptor.info.priority,
+                          reply_node, quote->price.Describe()));
       } else {
         job.pods.push_back(RefOf(rec->info));
       }
@@ -347,8 +489,8 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
   }
   stats_.preempt_accepted++;
   Event(preemptor.info, "Normal", "Preempting",
-        fmt::format("gang {} preempts {} pod(s) of {} lower-tier gang(s)", g->key.str(), victim_count,
-                    decision.victims.size()));
+        fmt::format("gang {} preempts {} pod(s) of {} lower-tier gang(s) ({})", g->key.str(), victim_count,
+                    decision.victims.size(), quote->price.Describe()));
   for (EvictionJob& job : evictions) evictor_.Submit(std::move(job));
   return r;
 }

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +26,7 @@
 #include "operator/controller/controller.h"
 #include "operator/controller/operator_metrics.h"
 #include "operator/controller/progress_service.h"
+#include "operator/cost/price_table.h"
 
 namespace {
 
@@ -74,6 +77,8 @@ int main(int argc, char** argv) {
   double qps = 200;
   int burst = 400;
   int stuck_seconds = 300;
+  std::string price_table_file;
+  int usage_update_seconds = 300;
   log::LogOptions log_options;
   app.add_option("--kubeconfig", kubeconfig, "Kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   app.add_option("--namespace", ns, "Only manage TrainingJobs in this namespace (default: all)");
@@ -92,6 +97,11 @@ int main(int argc, char** argv) {
   app.add_option("--stuck-terminating-seconds", stuck_seconds,
                  "Force-delete a pod Terminating this long past its deadline (lost node)")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--price-table", price_table_file,
+                 "JSON price table (currency, gpuHourly, defaultGpuHourly, tierMultiplier); empty: GPU-hours only, no cost");
+  app.add_option("--usage-update-seconds", usage_update_seconds,
+                 "Bring status.usage up to date at least this often while a job's pods hold GPUs")
+      ->capture_default_str()->check(CLI::Range(10, 86400));
   log::AddLogFlags(app, log_options);
   CLI11_PARSE(app, argc, argv);
 
@@ -107,6 +117,16 @@ int main(int argc, char** argv) {
   }
   if (progress_tls_cert.empty() != progress_tls_key.empty()) {
     return Fail("--progress-tls-cert and --progress-tls-key go together");
+  }
+  std::optional<op::PriceTable> prices;
+  if (!price_table_file.empty()) {
+    std::ifstream in(price_table_file);
+    if (!in) return Fail(fmt::format("--price-table {}: cannot read the file", price_table_file));
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = op::ParsePriceTableText(text.str());
+    if (!parsed.ok()) return Fail(fmt::format("--price-table {}: {}", price_table_file, parsed.status().message()));
+    prices = std::move(parsed).value();
   }
   auto config = kube::ResolveConfig(kubeconfig);
   if (!config.ok()) return Fail(config.status().message());
@@ -127,6 +147,8 @@ int main(int argc, char** argv) {
   copts.workers = workers;
   copts.reconcile.pod.progress_url = progress_url;
   copts.reconcile.stuck_terminating_timeout = std::chrono::seconds(stuck_seconds);
+  copts.reconcile.usage_update = std::chrono::seconds(usage_update_seconds);
+  if (prices) copts.reconcile.prices = &*prices;
   op::Controller controller(**client, copts, **op_metrics, logger, RealClock::Instance());
 
   http::ServerOptions mo;
@@ -163,7 +185,8 @@ int main(int argc, char** argv) {
   }
 
   PHX_LOG_INFO(logger, "Started phalanx-operator", kv("version", kVersion), kv("namespace", ns.empty() ? "*" : ns),
-               kv("metricsPort", metrics_server.port()), kv("leaderElect", leader_elect));
+               kv("metricsPort", metrics_server.port()), kv("leaderElect", leader_elect),
+               kv("currency", prices ? prices->currency : "none"));
   if (Status s = controller.StartInformers(std::chrono::minutes(2)); !s.ok()) {
     PHX_LOG_ERROR(logger, "Failed to start", kv("err", s.ToString()));
     return kExitRuntime;

@@ -80,6 +80,10 @@ class NullNodeApi final : public NodeApi {
     auto r = client_.Patch(kube::resources::kNodes, "", node, kube::PatchType::kMerge, patch);
     return r.ok() ? OkStatus() : r.status();
   }
+  Status PatchPod(const std::string& ns, const std::string& name, const json& patch) override {
+    auto r = client_.Patch(kube::resources::kPods, ns, name, kube::PatchType::kMerge, patch);
+    return r.ok() ? OkStatus() : r.status();
+  }
 
  private:
   kube::KubeClient& client_;

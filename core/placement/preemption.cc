@@ -81,11 +81,10 @@ auto SetRank(const std::vector<const Candidate*>& set, VictimRank rank) {
   int top = std::numeric_limits<int>::min(), gpus = 0;
   double risk = 0;
   for (const Candidate* c : set) {
-    top = std::max(top, c->gang->priority);
+    top = std::max(top, rank == VictimRank::kCost ? c->gang->rank_class : c->gang->priority);
     risk += rank == VictimRank::kCost ? c->gang->cost : c->gang->gpu_seconds_at_risk;
     gpus += c->gpus;
   }
-  if (rank == VictimRank::kCost) top = 0;
   return std::make_tuple(top, risk, gpus, set.size());
 }
 
@@ -108,7 +107,9 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
   base_opts.own_plan = req.own_plan;
   PHX_ASSIGN_OR_RETURN(GangPlanResult base, PlanGang(state, spec, base_opts));
   PreemptionResult result;
-  if (base.fits()) {
+  // With `domains` only those count: fitting elsewhere (where the caller cannot place it) is
+  // no answer; fitting in one of them shows up as a scope that needs no victim.
+  if (base.fits() && !req.domains) {
     result.decision = PreemptionDecision{};
     result.decision->plan = std::move(*base.plan);
     return result;
@@ -130,7 +131,8 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
   }
   std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
     if (req.rank == VictimRank::kCost) {
-      return std::make_tuple(a.gang->cost, a.gpus, a.gang->key) < std::make_tuple(b.gang->cost, b.gpus, b.gang->key);
+      return std::make_tuple(a.gang->rank_class, a.gang->cost, a.gpus, a.gang->key) <
+             std::make_tuple(b.gang->rank_class, b.gang->cost, b.gpus, b.gang->key);
     }
     return std::make_tuple(a.gang->priority, a.gang->gpu_seconds_at_risk, a.gpus, a.gang->key) <
            std::make_tuple(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
@@ -155,6 +157,7 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
     }
     const DomainCapacities caps = LevelCapacities(view, level, p, g);
     for (DomainId d = 0; d < static_cast<DomainId>(caps.present.size()); ++d) {
+      if (req.domains && !req.domains->contains(state.domain(level, d).value)) continue;
       if (caps.present[static_cast<size_t>(d)]) {
         scopes.push_back(Scope{p, level, d, caps.by_domain[static_cast<size_t>(d)].members});
       }

@@ -5,8 +5,10 @@
 //   - A victim is a whole gang (a non-gang pod is a gang of one); never part of a gang.
 //   - Only victims with strictly lower priority than the preemptor are considered.
 //   - Victim sets are ranked by (highest victim priority, total gpuSecondsAtRisk,
-//     GPUs freed, number of victims), lowest first; with VictimRank::kCost by (total
-//     cost, GPUs freed, number of victims).
+//     GPUs freed, number of victims), lowest first; with VictimRank::kCost by (highest
+//     VictimGang::rank_class, total cost, GPUs freed, number of victims): candidates of
+//     a lower class are tried first, so a set without a higher-class victim wins whenever
+//     one exists (the engine puts victims far bigger than the need in class 1).
 //   - A set is accepted only if the preemptor's gang plan really fits once the
 //     victims' GPUs are released (PlanGang with PlanOptions::assume_released).
 //   - The accepted set is minimised: victims whose removal keeps the plan feasible are
@@ -34,6 +36,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,6 +54,8 @@ struct VictimGang {
   // The victim's price (core/scheduling/preemption_cost.h); ranks victims under
   // VictimRank::kCost.
   double cost = 0;
+  // VictimRank::kCost: a set containing a higher class loses to any set without one.
+  int rank_class = 0;
   // Every pod of the gang that holds GPUs (ClusterState allocations). Pods unknown to
   // the state are ignored.
   std::vector<PodUid> pods;
@@ -74,6 +79,10 @@ struct PreemptionRequest {
   // The preemptor's own reservation, if it has one (counts as free).
   std::optional<GangKey> own_plan;
   VictimRank rank = VictimRank::kTierThenLostWork;
+  // kRequired only: the plan must lie in one of these domains of the spec's level (the
+  // extender's preempt verb: the nodes kube-scheduler offered); nullopt = any. Fitting
+  // outside them without victims does not count as fitting.
+  std::optional<std::set<std::string>> domains;
 };
 
 struct PreemptionDecision {

@@ -16,8 +16,25 @@ namespace phalanx::scheduling {
 
 using namespace internal;  // NOLINT: this module's own helpers
 
-Engine::Engine(EnginePolicy policy) : policy_(std::move(policy)) {
+Engine::Engine(EnginePolicy policy, QueueConfig queues) : policy_(std::move(policy)), ledger_(std::move(queues)) {
   if (!policy_.Validate().ok()) policy_ = EnginePolicy::Defaults();
+}
+
+Status Engine::SetQueues(QueueConfig queues) {
+  PHX_RETURN_IF_ERROR(queues.Validate());
+  ledger_ = QueueLedger(std::move(queues));
+  by_queue_.clear();
+  borrowing_.reset();
+  if (!ledger_.enabled()) return OkStatus();
+  for (auto& [key, w] : waiting_) {
+    w.team = ledger_.Resolve(w.req.queue);
+    by_queue_[w.team].emplace(w.order, key);
+  }
+  for (auto& [key, r] : running_) {
+    r.team = ledger_.Resolve(r.req.queue);
+    ledger_.Add(key, r.team, r.pool, AmountOf(r.req), r.req.priority, r.started);
+  }
+  return OkStatus();
 }
 
 Status Engine::Enqueue(GangRequest g) {
@@ -41,6 +58,10 @@ Status Engine::Enqueue(GangRequest g) {
   order_.emplace(order, g.key);
   const GangKey key = g.key;
   Waiting w;
+  if (ledger_.enabled()) {
+    w.team = ledger_.Resolve(g.queue);
+    by_queue_[w.team].emplace(order, g.key);
+  }
   w.req = std::move(g);
   w.order = order;
   waiting_.emplace(key, std::move(w));
@@ -63,6 +84,10 @@ void Engine::Forget(const GangKey& key) {
     if (q->second.empty()) queues_.erase(q);
   }
   order_.erase(it->second.order);
+  if (auto t = by_queue_.find(it->second.team); t != by_queue_.end()) {
+    t->second.erase(it->second.order);
+    if (t->second.empty()) by_queue_.erase(t);
+  }
   waiting_.erase(it);
 }
 
@@ -75,6 +100,10 @@ void Engine::OnFinished(const GangKey& key) {
 void Engine::EraseRunning(std::map<GangKey, Running>::iterator it) {
   if (it->second.reclaimable) --reclaimable_;
   forecast_.Remove(it->first);
+  if (ledger_.enabled()) {
+    ledger_.Remove(it->first);
+    borrowing_.reset();
+  }
   running_.erase(it);
 }
 
@@ -95,6 +124,11 @@ void Engine::Track(GangRequest g, std::string pool, std::vector<PodUid> pods, do
   r.reclaimable = reclaimable;
   if (reclaimable) ++reclaimable_;
   forecast_.Add(g.key, r.pool, r.expected_end, g.IsShare() ? 1 : g.Gpus());
+  if (ledger_.enabled()) {
+    r.team = ledger_.Resolve(g.queue);
+    ledger_.Add(g.key, r.team, r.pool, AmountOf(g), g.priority, started);
+    borrowing_.reset();
+  }
   const GangKey key = g.key;
   r.req = std::move(g);
   running_.insert_or_assign(key, std::move(r));
@@ -134,14 +168,22 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
   ++stats_.passes;
   next_wake_.reset();
   PassContext ctx{.now = now, .driver = driver, .scope = scope};
+  if (ledger_.enabled()) {
+    QueueWalk(ctx);
+  } else {
+    GlobalWalk(ctx);
+  }
+  heads_.clear();
+  for (auto& [pool, head] : ctx.heads) heads_.emplace(pool, std::move(head.reservation));
+}
+
+void Engine::GlobalWalk(PassContext& ctx) {
   // One walk in global order (priority, first submission): a gang that takes any pool
   // competes with the pool-bound ones by its place, not after them.
   std::vector<GangKey> keys;
   keys.reserve(order_.size());
   for (const auto& [order, key] : order_) keys.push_back(key);
   for (const GangKey& key : keys) TryGang(key, ctx);
-  heads_.clear();
-  for (auto& [pool, head] : ctx.heads) heads_.emplace(pool, std::move(head.reservation));
 }
 
 std::optional<Admission> Engine::Place(const GangRequest& g, PassContext& ctx) {
@@ -200,6 +242,12 @@ void Engine::TryGang(const GangKey& key, PassContext& ctx) {
   if (w.since < 0) w.since = ctx.now;
   const int gpus = g.IsShare() ? 1 : g.Gpus();
   const TierPolicy& tier = policy_.TierOf(g.priority);
+  // Team queues: a gang its queue has no room for waits and holds nothing back.
+  std::optional<QueueLedger::Fit> quota;
+  if (ledger_.enabled() && w.awaiting.empty()) {
+    quota = QuotaFor(w, ctx.driver.state());
+    if (!quota) return;
+  }
   // It stays queued: gangs after it count its GPUs as ahead of them.
   auto stays = [&] {
     ctx.ahead_waiting[queue] += gpus;
@@ -235,6 +283,18 @@ void Engine::TryGang(const GangKey& key, PassContext& ctx) {
   if (tried) {
     // Planned first, then checked against the head of the pool it landed in.
     std::optional<Admission> admission = Place(g, ctx);
+    // "Any pool": the planner's pool must have quota room too.
+    if (admission && quota && g.pool.empty() &&
+        ledger_.Check(w.team, admission->pool, AmountOf(g)) == QueueLedger::Fit::kNoRoom) {
+      admission.reset();
+      const placement::ClusterState& state = ctx.driver.state();
+      for (placement::PoolId p = 0; p < state.PoolCount() && !admission; ++p) {
+        if (ledger_.Check(w.team, state.pool(p).name, AmountOf(g)) == QueueLedger::Fit::kNoRoom) continue;
+        GangRequest in_pool = g;
+        in_pool.pool = state.pool(p).name;
+        admission = Place(in_pool, ctx);
+      }
+    }
     std::optional<AdmitKind> kind;
     if (admission) kind = backfill_kind(*admission);
     if (admission && kind) {
@@ -255,6 +315,14 @@ void Engine::TryGang(const GangKey& key, PassContext& ctx) {
     return;
   }
   w.awaiting.clear();
+  // Within its queue's nominal quota: take back GPUs its queue lent out.
+  if (tried && quota == QueueLedger::Fit::kWithinNominal) {
+    if (TryQueueReclaim(w, ctx)) return;
+    if (!w.awaiting.empty()) {
+      await_victims();
+      return;
+    }
+  }
   // The pool it would be the head of: its own, or (any pool) the one where it is
   // expected to start first; none if those have a head already or it has not waited
   // its tier's reserve_after_s yet.

@@ -21,12 +21,22 @@
 //      their tier's minimum run time and were not preempted too often today, ranked by
 //      price (preemption_cost.h); evicted only if the benefit exceeds the cost.
 // Gangs are all-or-nothing: the driver admits every member or none.
+//
+// With team queues configured (queues.h, docs/user-guide.md §7 "Queues and quotas") the walk is by team
+// queue first: the queue whose next gang would run within its nominal quota before any
+// borrower, then the lowest weighted dominant-resource share; inside a queue, the order
+// above. A gang its queue has no quota room for waits (WhyWaiting names the queue); a
+// gang within nominal that does not fit takes back GPUs its queue lent out (whole
+// borrowing gangs of its cohort, engine_reclaim.cc); tier preemption across queues takes
+// only borrowed capacity below QueueConfig::cross_queue_preemption_priority. Without
+// queues the engine behaves exactly as without this paragraph.
 #pragma once
 
 #include <deque>
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -38,15 +48,21 @@
 #include "core/placement/gang_plan.h"
 #include "core/placement/preemption.h"
 #include "core/scheduling/preemption_cost.h"
+#include "core/scheduling/queues.h"
 #include "core/scheduling/release_forecast.h"
 #include "core/scheduling/tier_policy.h"
 
 namespace phalanx::scheduling {
 
+// EngineDriver::Evict's reason starts with this when the victim is a borrowing gang
+// evicted to give another queue its nominal quota back.
+inline constexpr std::string_view kQueueReclaimReason = "queue reclaim";
+
 struct GangRequest {
   GangKey key;          // this attempt
   std::string job;      // the same across attempts (preemption history); "" = key
   std::string pool;     // required capacity pool; "" = any one pool
+  std::string queue;    // team queue (queues.h); "" or unknown = the default queue
   int priority = 0;
   int members = 1;
   int gpus_per_member = 1;
@@ -130,15 +146,23 @@ struct EngineStats {
   uint64_t reclaims = 0;            // heads that took back preemptible backfill
   uint64_t preemptions_declined = 0;  // victim sets found but not worth their price
   uint64_t plan_calls = 0;
+  uint64_t queue_reclaims = 0;      // borrowing gangs evicted to give a queue its nominal quota
 };
 
 class Engine {
  public:
   // `policy` as loaded and validated by the caller (policy_yaml.h); one that does not
   // validate is replaced by the defaults rather than run half-understood.
-  explicit Engine(EnginePolicy policy = EnginePolicy::Defaults());
+  // `queues` empty: no team queues. One that does not validate leaves queues off.
+  explicit Engine(EnginePolicy policy = EnginePolicy::Defaults(), QueueConfig queues = {});
 
   const EnginePolicy& policy() const { return policy_; }
+  // Replaces the team queues (the extender: GpuQueue objects changed). Running and
+  // waiting gangs are re-assigned by their GangRequest::queue. InvalidArgument naming the
+  // field, and nothing changes, if `queues` does not validate.
+  Status SetQueues(QueueConfig queues);
+  // Usage, borrowing and shares by queue (status, explain, reports).
+  const QueueLedger& queues() const { return ledger_; }
 
   // --- waiting gangs -------------------------------------------------------------
   // AlreadyExists if queued or running; InvalidArgument for a malformed request.
@@ -173,6 +197,28 @@ class Engine {
   std::vector<HeadReservation> Heads() const;
   // Preemptions of a job (GangRequest::job) in the 24 hours before `now`.
   int PreemptionsInDay(const std::string& job, double now) const;
+  // Whether a running gang may be a cost-rule victim now, and until when not (explain);
+  // nullopt if it does not run here.
+  std::optional<PreemptionStanding> VictimStanding(const GangKey& key, double now) const;
+  // ... of any job of `priority` whose current attempt started at `started`.
+  PreemptionStanding StandingOf(const std::string& job, int priority, double started, double now) const;
+
+  // --- preemption for the extender's preempt verb (docs/algorithms.md §8.3) ---------------
+  // How long `g` (queued here or not) would wait without preempting: its GPUs plus those
+  // of the gangs before it in its queue, as the pass estimates it.
+  double ExpectedWait(const GangRequest& g, double now, const placement::ClusterState& state) const;
+  // The engine's own choice and price (ChoosePricedPreemption) of victims among
+  // `candidates` for `preemptor`, with `driver` answering work at risk and notice.
+  // Candidates that are not eligible (StandingOf) or not of a strictly lower priority are
+  // left out. Decision indexes and `graceful` refer to `candidates`.
+  Result<PricedPreemption> QuotePreemption(const GangRequest& preemptor, double expected_wait,
+                                           std::span<const VictimCandidate> candidates, double now,
+                                           EngineDriver& driver,
+                                           std::optional<std::set<std::string>> domains = std::nullopt,
+                                           std::optional<GangKey> own_plan = std::nullopt) const;
+  // A preemption decided elsewhere (the preempt verb) counts against the job's minimum
+  // run and daily cap like the engine's own.
+  void RecordPreemption(const std::string& job, double now);
   const EngineStats& stats() const { return stats_; }
 
  private:
@@ -187,6 +233,7 @@ class Engine {
     std::vector<GangKey> awaiting;  // its victims still checkpointing (graceful preemption)
     std::string reserve_pool;       // ... in this pool
     double awaiting_until = 0;
+    std::string team;  // resolved team queue (queues on)
   };
   struct Running {
     GangRequest req;
@@ -196,6 +243,7 @@ class Engine {
     double expected_end = 0;
     bool reclaimable = false;  // admitted as preemptible backfill over a head
     bool evicting = false;     // asked to checkpoint and stop: no longer a candidate
+    std::string team;          // resolved team queue (queues on)
   };
   struct PassContext;
   // A head's reservation plus what backfill (b) checks against: the pool's free GPUs per
@@ -223,6 +271,19 @@ class Engine {
   // Cost-rule preemption (step 3) and head reclaim (2c). True if the gang started.
   bool TryPreempt(Waiting& w, double expected_wait, PassContext& ctx);
   bool TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx);
+  // --- team queues (engine_reclaim.cc) ---
+  // The walk by queue (share order) instead of the global order.
+  void QueueWalk(PassContext& ctx);
+  void GlobalWalk(PassContext& ctx);
+  // The quota verdict for a gang before it is placed: nullopt = no room (w.why says why).
+  std::optional<QueueLedger::Fit> QuotaFor(Waiting& w, const placement::ClusterState& state) const;
+  // Evicts other queues' borrowing gangs so `w` runs within its queue's nominal quota.
+  bool TryQueueReclaim(Waiting& w, PassContext& ctx);
+  // Tier preemption and head reclaim may take `victim` from `preemptor`'s queue?
+  bool QueueAllowsVictim(const GangKey& victim, const Running& r, const GangRequest& preemptor) const;
+  static Milli AmountOf(const GangRequest& g) {
+    return g.IsShare() ? g.milli : static_cast<Milli>(g.Gpus()) * kMilliGpu;
+  }
   // Evicts the decision's victims; starts the gang when their GPUs are free now, else it
   // waits for them (Waiting::awaiting). True if the gang started.
   // graceful[i]: evict keys[i] gracefully.
@@ -238,7 +299,6 @@ class Engine {
   };
   EvictionChoice ChooseEviction(const GangKey& victim, double lost_work_weight, const GangRequest& preemptor,
                                 PassContext& ctx) const;
-  bool Eligible(const Running& r, double now, double* eligible_at) const;
   // How long a victim, re-queued, would wait to get its GPUs back.
   double ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const;
   void Forget(const GangKey& key);
@@ -258,6 +318,10 @@ class Engine {
   ReleaseForecast forecast_;
   std::map<std::string, HeadReservation> heads_;  // by pool, from the last pass
   std::optional<double> next_wake_;
+  QueueLedger ledger_;
+  std::map<std::string, std::map<OrderKey, GangKey>> by_queue_;  // waiting, by team queue (queues on)
+  // Running gangs that borrow (IsBorrowing), computed once per ledger change.
+  mutable std::optional<std::set<GangKey>> borrowing_;
 };
 
 }  // namespace phalanx::scheduling

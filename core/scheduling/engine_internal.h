@@ -65,6 +65,11 @@ struct Engine::PassContext {
   std::set<std::tuple<std::string, int, int>> unreachable;
   // Per queue: cumulative GPUs of the waiting gangs in order, at the pass's start.
   std::map<std::string, std::vector<std::pair<OrderKey, int>>> ahead;
+  // Team queues: (queue, pool) -> fewest GPUs a queue reclaim could not make room for,
+  // valid while no gang was evicted (stats().preemptions unchanged).
+  std::map<std::pair<std::string, std::string>, int> reclaim_failed;
+  uint64_t reclaim_epoch = 0;
+  std::map<std::string, int> reclaim_searches;  // per pool, bounded like cost-rule searches
 };
 
 }  // namespace phalanx::scheduling

@@ -3,6 +3,7 @@
 #include "core/scheduling/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -14,28 +15,140 @@ namespace phalanx::scheduling {
 
 using namespace internal;  // NOLINT: this module's own helpers
 
-bool Engine::Eligible(const Running& r, double now, double* eligible_at) const {
-  const TierPolicy& tier = policy_.TierOf(r.req.priority);
-  if (tier.max_preemptions_per_day == 0) return false;
-  auto it = preempted_at_.find(r.req.job);
-  if (it == preempted_at_.end() || it->second.empty()) return true;  // never preempted: no minimum run
-  if (now - r.started < tier.min_run_s) {
-    *eligible_at = r.started + tier.min_run_s;
-    return false;
+PreemptionStanding Engine::StandingOf(const std::string& job, int priority, double started, double now) const {
+  const TierPolicy& tier = policy_.TierOf(priority);
+  PreemptionStanding s;
+  s.tier = tier.name;
+  s.max_per_day = tier.max_preemptions_per_day;
+  s.min_run_s = tier.min_run_s;
+  if (tier.max_preemptions_per_day == 0) {
+    s.eligible = false;
+    s.guard = PreemptionStanding::Guard::kNeverByCost;
+    s.eligible_at = std::numeric_limits<double>::infinity();
+    return s;
   }
-  int recent = 0;
+  auto it = preempted_at_.find(job);
+  if (it == preempted_at_.end() || it->second.empty()) return s;  // never preempted: no minimum run
   double oldest = std::numeric_limits<double>::infinity();
   for (double t : it->second) {
     if (t > now - kDay) {
-      ++recent;
+      ++s.preempted_in_day;
       oldest = std::min(oldest, t);
     }
   }
-  if (recent >= tier.max_preemptions_per_day) {
-    *eligible_at = oldest + kDay;
-    return false;
+  if (s.preempted_in_day >= tier.max_preemptions_per_day) {
+    s.eligible = false;
+    s.guard = PreemptionStanding::Guard::kDailyCap;
+    s.eligible_at = oldest + kDay;
   }
-  return true;
+  // The minimum run applies to any attempt after a preemption; the later guard wins.
+  if (now - started < tier.min_run_s && started + tier.min_run_s > (s.eligible ? now : s.eligible_at)) {
+    s.eligible = false;
+    s.guard = PreemptionStanding::Guard::kMinRun;
+    s.eligible_at = started + tier.min_run_s;
+  }
+  return s;
+}
+
+std::optional<PreemptionStanding> Engine::VictimStanding(const GangKey& key, double now) const {
+  auto it = running_.find(key);
+  if (it == running_.end()) return std::nullopt;
+  return StandingOf(it->second.req.job, it->second.req.priority, it->second.started, now);
+}
+
+void Engine::RecordPreemption(const std::string& job, double now) {
+  auto& times = preempted_at_[job];
+  while (!times.empty() && times.front() <= now - kDay) times.pop_front();
+  times.push_back(now);
+}
+
+double Engine::ExpectedWait(const GangRequest& g, double now, const placement::ClusterState& state) const {
+  // As the pass counts it: the GPUs of the gangs before it that wait (every pool for a
+  // gang that takes any pool), then its own.
+  const OrderKey order = OrderOf(g, 0);
+  int ahead = 0;
+  for (const auto& [o, key] : order_) {
+    if (!(o < order)) break;
+    const GangRequest& w = waiting_.at(key).req;
+    if (key == g.key || (!g.pool.empty() && w.pool != g.pool)) continue;
+    ahead += w.IsShare() ? 1 : w.Gpus();
+  }
+  const int gpus = g.IsShare() ? 1 : g.Gpus();
+  const ReleaseForecast::Shadow s = forecast_.When(g.pool, gpus + ahead, FreeGpus(state, g.pool), now);
+  return s.reachable ? std::min(s.start - now, policy_.wait_horizon_s) : policy_.wait_horizon_s;
+}
+
+Result<PricedPreemption> Engine::QuotePreemption(const GangRequest& g, double expected_wait,
+                                                 std::span<const VictimCandidate> candidates, double now,
+                                                 EngineDriver& driver, std::optional<std::set<std::string>> domains,
+                                                 std::optional<GangKey> own_plan) const {
+  PassContext ctx{.now = now, .driver = driver};
+  std::vector<VictimFacts> facts;
+  std::vector<size_t> index;  // facts -> candidates
+  int ineligible = 0;
+  std::optional<double> next_eligible;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const VictimCandidate& c = candidates[i];
+    // The engine's record of a gang it runs; a description of anything else.
+    Running outside;
+    const Running* r = nullptr;
+    if (auto it = running_.find(c.key); it != running_.end()) {
+      r = &it->second;
+    } else {
+      outside.req.key = c.key;
+      outside.req.job = c.job.empty() ? c.key.str() : c.job;
+      outside.req.pool = c.pool;
+      outside.req.priority = c.priority;
+      outside.req.gpus_per_member = std::max(c.gpus, 1);
+      outside.req.submitted = c.started;
+      outside.pool = c.pool;
+      outside.started = c.started;
+      outside.expected_end = c.started + ExpectedDuration(outside.req);
+      r = &outside;
+    }
+    if (r->req.priority >= g.priority) continue;
+    if (!c.leaving) {
+      const PreemptionStanding standing = StandingOf(r->req.job, r->req.priority, r->started, now);
+      if (!standing.eligible) {
+        ++ineligible;
+        if (std::isfinite(standing.eligible_at) && standing.eligible_at > now) {
+          next_eligible = next_eligible ? std::min(*next_eligible, standing.eligible_at) : standing.eligible_at;
+        }
+        continue;
+      }
+    }
+    VictimFacts f;
+    f.key = c.key;
+    f.priority = r->req.priority;
+    f.gpus = r->req.IsShare() ? 1 : r->req.Gpus();
+    f.pods = c.pods.empty() ? r->pods : c.pods;
+    f.gpu_seconds_at_risk = driver.GpuSecondsAtRisk(c.key);
+    f.notice_s = driver.NoticeSeconds(c.key);
+    f.expected_wait_s = ExpectedWaitForFootprint(*r, g, ctx);
+    // Past its expected end nobody knows when it ends: assume another expected run (the
+    // forecast's "ends any moment" would make every such victim worthless to preempt).
+    f.remaining_s = r->expected_end > now ? r->expected_end - now : ExpectedDuration(r->req);
+    facts.push_back(std::move(f));
+    index.push_back(i);
+  }
+  PreemptorFacts preemptor{.spec = SpecOf(g, g.pool, driver.state()), .priority = g.priority,
+                           .expected_wait_s = expected_wait, .domains = std::move(domains),
+                           .own_plan = std::move(own_plan)};
+  PHX_ASSIGN_OR_RETURN(PricedPreemption quote, ChoosePricedPreemption(policy_, driver.state(), preemptor, facts));
+  quote.ineligible = ineligible;
+  quote.next_eligible = next_eligible;
+  if (quote.decision) {
+    for (int& v : quote.decision->victims) v = static_cast<int>(index[static_cast<size_t>(v)]);
+  }
+  std::vector<bool> graceful(candidates.size(), false);
+  for (size_t f = 0; f < quote.graceful.size(); ++f) graceful[index[f]] = quote.graceful[f];
+  quote.graceful = std::move(graceful);
+  if (quote.outcome == PricedPreemption::Outcome::kNoVictimSet && facts.empty()) {
+    quote.why = ineligible ? fmt::format("no lower-tier gang may be preempted ({} ran less than their minimum run "
+                                         "time or were preempted too often today)", ineligible)
+                           : "no lower-tier gang may be preempted";
+  }
+  return quote;
 }
 
 double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const {
@@ -61,7 +174,12 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
   const int gpus = victim.req.IsShare() ? 1 : victim.req.Gpus();
   if (preemptor.pool == queue && OrderOf(preemptor, 0) < order) ahead = std::max(0, ahead - preemptor.Gpus());
   const int need = gpus + ahead;
-  const int free_now = FreeGpus(ctx.driver.state(), victim.pool);
+  // The victim's own GPUs the preemptor leaves free stay free for it only while nothing else
+  // waits; otherwise other work takes them (counting them always cost the LLM-era workload
+  // 0.9 points of utilisation: bench/RESULTS.md, "Why the top tiers wait").
+  const bool nobody_else_waits = waiting_.empty() || (waiting_.size() == 1 && waiting_.contains(preemptor.key));
+  const int free_now =
+      FreeGpus(ctx.driver.state(), victim.pool) + (nobody_else_waits ? std::max(0, gpus - preemptor.Gpus()) : 0);
   const ReleaseForecast::Shadow s = forecast_.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
   double wait = s.reachable ? s.start - ctx.now : std::numeric_limits<double>::infinity();
   // The preemptor gives the GPUs back when it ends; the forecast does not know it yet.
@@ -82,6 +200,7 @@ bool Engine::TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx) {
   std::vector<bool> graceful;
   for (const auto& [key, r] : running_) {
     if (!r.reclaimable || r.evicting || r.req.priority >= g.priority || r.pool != pool) continue;
+    if (!QueueAllowsVictim(key, r, g)) continue;  // team queues: only borrowed capacity
     const EvictionChoice how = ChooseEviction(key, head_weight, g, ctx);
     placement::VictimGang v;
     v.key = key;
@@ -125,9 +244,7 @@ bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& deci
     const std::string job = running_.at(victim).req.job;
     const std::optional<double> notice = ctx.driver.Evict(victim, g.key, reason, graceful[static_cast<size_t>(v)]);
     if (!notice) continue;
-    auto& times = preempted_at_[job];
-    while (!times.empty() && times.front() <= ctx.now - kDay) times.pop_front();
-    times.push_back(ctx.now);
+    RecordPreemption(job, ctx.now);
     evicted.push_back(victim);
     ++stats_.preemptions;
     auto r = running_.find(victim);
@@ -177,69 +294,44 @@ bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& deci
 bool Engine::TryPreempt(Waiting& w, double expected_wait, PassContext& ctx) {
   const GangRequest& g = w.req;
   const TierPolicy& tier = policy_.TierOf(g.priority);
-  std::vector<placement::VictimGang> candidates;
-  std::vector<VictimPrice> prices;
+  // Every lower-tier gang running in its pool that is not leaving already; the engine's
+  // records describe them (QuotePreemption checks their standing and prices them).
+  std::vector<VictimCandidate> candidates;
   std::vector<GangKey> keys;
-  std::vector<bool> graceful;
-  int ineligible = 0;
   for (const auto& [key, r] : running_) {
     if (r.req.priority >= g.priority || r.evicting) continue;
     if (!g.pool.empty() && r.pool != g.pool) continue;
-    double at = 0;
-    if (!Eligible(r, ctx.now, &at)) {
-      ++ineligible;
-      if (at > ctx.now) next_wake_ = next_wake_ ? std::min(*next_wake_, at) : at;
-      continue;
-    }
-    const TierPolicy& vt = policy_.TierOf(r.req.priority);
-    const double lost_weight = std::max(vt.weight, tier.weight);
-    const EvictionChoice how = ChooseEviction(key, lost_weight, g, ctx);
-    VictimPrice price{.gpus = r.req.IsShare() ? 1 : r.req.Gpus(), .weight = vt.weight,
-                      .lost_work_weight = lost_weight, .gpu_seconds_at_risk = how.graceful ? 0 : how.risk,
-                      .notice_cost = how.graceful ? how.notice_cost : 0, .expected_wait_s = 0};
-    price.expected_wait_s = ExpectedWaitForFootprint(r, g, ctx);
-    placement::VictimGang v;
-    v.key = key;
-    v.priority = r.req.priority;
-    v.gpu_seconds_at_risk = price.gpu_seconds_at_risk;
-    v.cost = VictimCost(price, policy_.restart_overhead_s);
-    v.pods = r.pods;
-    candidates.push_back(std::move(v));
-    prices.push_back(price);
+    if (!QueueAllowsVictim(key, r, g)) continue;  // team queues: only borrowed capacity
+    candidates.push_back(VictimCandidate{.key = key});
     keys.push_back(key);
-    graceful.push_back(how.graceful);
   }
-  if (candidates.empty()) {
-    w.why = fmt::format("waiting longer than the {} tier's target ({}) but no lower-tier gang may be preempted{}",
-                        tier.name, Duration(tier.target_wait_s),
-                        ineligible ? fmt::format(" ({} ran less than their minimum run time or were preempted too often today)", ineligible) : "");
+  auto quote = QuotePreemption(g, expected_wait, candidates, ctx.now, ctx.driver);
+  if (!quote.ok()) {
+    w.why = fmt::format("preemption: {}", quote.status().message());
     return false;
   }
-  placement::PreemptionRequest req{.preemptor = SpecOf(g, g.pool, ctx.driver.state()), .priority = g.priority, .candidates = candidates};
-  req.rank = placement::VictimRank::kCost;
-  auto result = placement::ChoosePreemption(ctx.driver.state(), req);
-  if (!result.ok() || !result->helps() || result->decision->victims.empty()) {
-    w.why = fmt::format("preemption: {}",
-                        result.ok() && result->none ? result->none->Message() : std::string("no victim set helps"));
-    return false;
+  if (quote->next_eligible) next_wake_ = next_wake_ ? std::min(*next_wake_, *quote->next_eligible) : *quote->next_eligible;
+  using Outcome = PricedPreemption::Outcome;
+  switch (quote->outcome) {
+    case Outcome::kPays:
+      break;
+    case Outcome::kDeclined:
+      ++stats_.preemptions_declined;
+      w.why = quote->why;
+      return false;
+    case Outcome::kNoVictimSet:
+      w.why = candidates.empty() || quote->ineligible == static_cast<int>(candidates.size())
+                  ? fmt::format("waiting longer than the {} tier's target ({}) but {}", tier.name,
+                                Duration(tier.target_wait_s), quote->why)
+                  : fmt::format("preemption: {}", quote->why);
+      return false;
+    default:
+      w.why = fmt::format("preemption: {}", quote->why);
+      return false;
   }
-  std::vector<VictimPrice> chosen;
-  // Without preempting, the victims' GPUs come free anyway when they end: the wait a
-  // preemption avoids is at most the longest of their remaining run times.
-  double victims_remaining = 0;
-  for (int v : result->decision->victims) {
-    chosen.push_back(prices[static_cast<size_t>(v)]);
-    victims_remaining = std::max(victims_remaining, running_.at(keys[static_cast<size_t>(v)]).expected_end - ctx.now);
-  }
-  const double avoided = std::clamp(victims_remaining, 0.0, expected_wait);
-  const PreemptionPrice price = PricePreemption(g.Gpus(), tier.weight, avoided, chosen, policy_.restart_overhead_s);
-  if (!price.pays()) {
-    ++stats_.preemptions_declined;
-    w.why = fmt::format("preemption of {} gang(s) declined: {}", chosen.size(), price.Describe());
-    return false;
-  }
-  return EvictAndStart(w, *result->decision, keys, graceful,
-                       fmt::format("preempted for {} ({})", g.key.str(), price.Describe()), price.Describe(), ctx);
+  return EvictAndStart(w, *quote->decision, keys, quote->graceful,
+                       fmt::format("preempted for {} ({})", g.key.str(), quote->price.Describe()),
+                       quote->price.Describe(), ctx);
 }
 
 }  // namespace phalanx::scheduling

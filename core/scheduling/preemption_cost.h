@@ -19,10 +19,25 @@
 // 1-GPU pod: it must wait for 256 GPUs again. Tier weights (tier_policy.h) are ~10x
 // apart, so a higher tier wins unless the victims lose ~10x more than it gains.
 // Pure functions; the engine feeds them forecasts (release_forecast.h).
+//
+// ChoosePricedPreemption is THE choice: the engine's own preemption (engine_preemption.cc)
+// and the extender's preempt verb (extender/preempt.cc, through Engine::QuotePreemption)
+// both call it, so what kube-scheduler is offered and what the simulator applies cannot
+// drift apart.
 #pragma once
 
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "core/base/ids.h"
+#include "core/base/result.h"
+#include "core/placement/cluster_state.h"
+#include "core/placement/preemption.h"
+#include "core/scheduling/tier_policy.h"
 
 namespace phalanx::scheduling {
 
@@ -49,5 +64,108 @@ double VictimCost(const VictimPrice& victim, double restart_overhead_s);
 double PreemptionBenefit(int preemptor_gpus, double preemptor_weight, double wait_avoided_s);
 PreemptionPrice PricePreemption(int preemptor_gpus, double preemptor_weight, double wait_avoided_s,
                                 const std::vector<VictimPrice>& victims, double restart_overhead_s);
+
+// --- the choice ------------------------------------------------------------------------------
+
+// A victim much bigger than the need is chosen only when no set of victims close to the
+// need makes room ("never a 256-GPU gang for a 1-GPU pod while a smaller set exists"):
+// its footprint term assumes it gets its GPUs back as soon as the forecast says, but the
+// GPUs it frees beyond the preemptor's need are taken by other waiting work, so in
+// practice it waits far longer. Close = at most four times the need, or four 8-GPU nodes
+// (a tighter bound, twice the need or one node, cost the LLM-era workload 0.9 points of
+// utilisation: bench/RESULTS.md, "Scheduling policy").
+inline constexpr int kCloseFootprintFactor = 4;
+inline constexpr int kCloseFootprintGpus = 32;
+bool CloseToNeed(int victim_gpus, int preemptor_gpus);
+
+// One eligible candidate victim (a whole running gang, or a single pod), with everything
+// its price depends on. Eligibility (minimum run time, daily cap) is decided before.
+struct VictimFacts {
+  GangKey key;
+  int priority = 0;
+  int gpus = 0;                    // its footprint (a GPU share counts as one)
+  std::vector<PodUid> pods;        // that hold its GPUs in the ClusterState
+  double gpu_seconds_at_risk = 0;  // lost if evicted at once
+  double notice_s = 0;             // checkpoints and stops within this on notice; 0 = cannot
+  double expected_wait_s = 0;      // to get its footprint back once re-queued in its place
+  double remaining_s = 0;          // until its expected end
+};
+
+struct PreemptorFacts {
+  placement::GangSpec spec;
+  int priority = 0;
+  double expected_wait_s = 0;  // without preempting (capped at the policy's horizon)
+  // Where the plan may go (kRequired level domains, e.g. the nodes kube-scheduler
+  // offered); nullopt = anywhere.
+  std::optional<std::set<std::string>> domains;
+  std::optional<GangKey> own_plan;  // its own reservation counts as free
+  int Gpus() const { return spec.members * spec.gpus_per_member; }
+};
+
+struct PricedPreemption {
+  enum class Outcome {
+    kTierNeverPreempts,  // its tier's targetWaitSeconds < 0
+    kWithinTarget,       // its expected wait is within its tier's target: it queues
+    kFitsAlready,        // no victim needed
+    kNoVictimSet,        // no set of eligible victims makes room
+    kDeclined,           // the best set costs more than it gains
+    kPays,               // evict decision->victims
+  };
+  Outcome outcome = Outcome::kNoVictimSet;
+  // kPays / kDeclined: the set (indexes into the facts) and the plan it enables.
+  std::optional<placement::PreemptionDecision> decision;
+  std::vector<bool> graceful;  // by facts index: evict with notice (else at once)
+  PreemptionPrice price;
+  std::string why;  // words for every outcome (WhyWaiting, Events, explain)
+  // Filled by Engine::QuotePreemption: candidates left out by their standing, and the
+  // earliest time one of them becomes eligible.
+  int ineligible = 0;
+  std::optional<double> next_eligible;
+  bool pays() const { return outcome == Outcome::kPays; }
+};
+
+// --- eligibility and the engine's inputs -------------------------------------------------------
+
+// Whether a job may be a cost-rule victim now (docs/algorithms.md §8.3): a job preempted
+// before is not preempted again before it ran its tier's minRunSeconds in its new attempt,
+// nor more than maxPreemptionsPerDay times in any 24 hours. Shown by `phalanx explain`.
+struct PreemptionStanding {
+  enum class Guard { kNone, kNeverByCost, kMinRun, kDailyCap };
+  bool eligible = true;
+  Guard guard = Guard::kNone;   // what protects it when not eligible
+  double eligible_at = 0;       // not eligible: when it becomes so (+inf = never)
+  int preempted_in_day = 0;     // preemptions in the 24 h before now
+  int max_per_day = 0;          // its tier's cap
+  double min_run_s = 0;         // its tier's minimum run
+  std::string tier;
+  // e.g. "preemptible after 14:05:10 UTC (min run 15m)", "preempted 1/1 today: not
+  // preemptible until 09:12:00 UTC", "preemptible now (preempted 0/1 today)". Times are
+  // wall-clock when `wall_now` (Unix seconds at engine time `now`) is given, else relative.
+  std::string Describe(double now, std::optional<double> wall_now = std::nullopt) const;
+};
+
+// A running gang (or single pod) a caller proposes as a victim. For a gang the engine
+// runs (Engine::IsRunning(key)) its own record is used and only `key` (and `pods`, if
+// non-empty) matter; the other fields describe victims the engine does not know.
+struct VictimCandidate {
+  GangKey key;
+  std::string job;  // preemption history ("" = key)
+  int priority = 0;
+  int gpus = 0;
+  std::string pool;  // the capacity pool it holds GPUs in
+  double started = 0;  // engine seconds
+  std::vector<PodUid> pods;
+  // Already asked to stop by this preemptor (a pending graceful preemption): its standing
+  // is not checked again (choosing it again starts nothing new).
+  bool leaving = false;
+};
+
+// Prices every candidate (per victim the cheaper of "at once" and "graceful"), lets
+// placement::ChoosePreemption pick the cheapest set that makes room (VictimRank::kCost,
+// victims close to the need first), prices that set and says whether it pays.
+// InvalidArgument for a malformed preemptor spec (as PlanGang).
+Result<PricedPreemption> ChoosePricedPreemption(const EnginePolicy& policy, const placement::ClusterState& state,
+                                                const PreemptorFacts& preemptor,
+                                                std::span<const VictimFacts> candidates);
 
 }  // namespace phalanx::scheduling

@@ -31,6 +31,8 @@
 #include "device-plugin/publish/node_events.h"
 #include "device-plugin/publish/pod_cache.h"
 #include "device-plugin/publish/publisher.h"
+#include "device-plugin/usage/usage_metrics.h"
+#include "device-plugin/usage/usage_monitor.h"
 
 namespace phalanx::device_plugin {
 namespace {
@@ -103,6 +105,7 @@ struct NodeContext {
   NodeEvents* events = nullptr;    // Events on the node (set with node_api)
   PodResourcesClient* pod_resources = nullptr;
   const PluginMetrics* metrics = nullptr;
+  const UsageMonitor* usage = nullptr;  // null when sampling is off
 };
 
 // Starts the components for `config`, whose resources BuildResources already accepted.
@@ -118,7 +121,10 @@ std::unique_ptr<Generation> StartGeneration(const NodeContext& ctx, Config confi
     g->publisher = std::make_unique<Publisher>(
         PublisherOptions{.node_name = ctx.options->node_name,
                          .interval = std::chrono::milliseconds(
-                             static_cast<int64_t>(g->config->publish_interval_seconds * 1000))},
+                             static_cast<int64_t>(g->config->publish_interval_seconds * 1000)),
+                         .usage = ctx.usage == nullptr
+                                      ? std::function<std::shared_ptr<const UsageSummaries>()>()
+                                      : [usage = ctx.usage] { return usage->Summaries(); }},
         *ctx.node_api, *ctx.pods, ctx.pod_resources, ctx.topology, ctx.mig_capable, g->resources, *ctx.health, ctx.metrics,
         log::MakeLogger("device_plugin.publish"));
   }
@@ -203,6 +209,10 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     Fatal(fmt::format("invalid configuration: {}", config_or.status().message()));
     return kExitBadConfig;
   }
+  if (Status s = ValidateUsageFlags(o); !s.ok()) {
+    Fatal(fmt::format("invalid configuration: {}", s.message()));
+    return kExitBadConfig;
+  }
   Config config = std::move(config_or).value();
   if (Status s = log::InitLogging(o.log); !s.ok()) {
     Fatal(s.message());
@@ -229,6 +239,13 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     return kExitFailure;
   }
   std::unique_ptr<PluginMetrics> pm = std::move(metrics_or).value();
+  auto usage_counters = UsageCounters::Register(registry);
+  if (!usage_counters.ok()) {
+    Fatal(usage_counters.status().ToString());
+    return kExitFailure;
+  }
+  std::unique_ptr<UsageMonitor> usage;  // set once NVML is up (and sampling is on)
+  std::atomic<const UsageMonitor*> usage_view{nullptr};  // what /metrics reads
 
   Readiness readiness;
   CurrentGeneration current;
@@ -242,7 +259,11 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
         if (!r.empty() && reason) *reason = r;
         return r.empty();
       },
-      .metrics = [&] { return registry.Expose(); }});
+      .metrics = [&] {
+        std::string out = registry.Expose();
+        if (const UsageMonitor* u = usage_view.load()) AppendUsageMetrics(out, o.node_name, *u->Snapshot());
+        return out;
+      }});
   if (Status s = http.Start(); !s.ok()) {
     Fatal(fmt::format("--metrics-addr {}: {}", o.metrics_addr, s.message()));
     return kExitFailure;
@@ -297,7 +318,8 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
   // Publishing: without API access the node keeps serving kubelet; /readyz says why.
   // The pod watch outlives config reloads: a SIGHUP does not list the node's pods again.
   std::unique_ptr<KubeNodeApi> node_api;
-  std::unique_ptr<PodResourcesClient> pod_resources;
+  // Also without publishing: utilisation is attributed to pods through it.
+  auto pod_resources = std::make_unique<PodResourcesClient>(PodResourcesSocket(o));
   PodCache pod_cache;
   std::unique_ptr<KubePodWatch> pod_watch;
   std::unique_ptr<NodeEvents> events;
@@ -308,7 +330,6 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
       publish_disabled = "publishing degraded: " + api.status().message();
     } else {
       node_api = std::move(api).value();
-      pod_resources = std::make_unique<PodResourcesClient>(PodResourcesSocket(o));
       pod_watch = std::make_unique<KubePodWatch>(node_api->client(), o.node_name, pod_cache);
       pod_watch->Start();
       events = std::make_unique<NodeEvents>(node_api->client(), o.node_name, health);
@@ -321,6 +342,23 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
     if (!publish_disabled.empty()) PHX_LOG_WARN(logger, "Not publishing node GPU state", kv("reason", publish_disabled));
   }
 
+  if (o.utilisation_interval_seconds > 0) {
+    usage = std::make_unique<UsageMonitor>(
+        UsageMonitorOptions{
+            .node_name = o.node_name,
+            .interval = std::chrono::milliseconds(static_cast<int64_t>(o.utilisation_interval_seconds * 1000)),
+            .idle = {.threshold_percent = o.idle_threshold_percent,
+                     .window = std::chrono::milliseconds(static_cast<int64_t>(o.idle_window_seconds * 1000))}},
+        *nvml, inventory,
+        UsageMonitorDeps{.pod_resources = pod_resources.get(),
+                         .pods = ctx.pods, .api = ctx.node_api, .events = ctx.events, .counters = &*usage_counters},
+        log::MakeLogger("device_plugin.utilisation"));
+    usage->Start();
+    usage_view.store(usage.get());
+    ctx.usage = usage.get();
+    PHX_LOG_INFO(logger, "Sampling GPU utilisation", kv("interval_s", o.utilisation_interval_seconds),
+                 kv("idle_threshold_percent", o.idle_threshold_percent), kv("idle_window_s", o.idle_window_seconds));
+  }
   for (const auto& r : *resources) {
     PHX_LOG_INFO(logger, "Advertising resource", kv("resource", r.name), kv("devices", r.devices.size()));
   }
@@ -341,6 +379,7 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
   }
   PHX_LOG_INFO(logger, "Shutting down: stopping kubelet servers and removing sockets");
   if (auto g = current.Take()) g->Stop();
+  if (usage) usage->Stop();
   if (pod_watch) pod_watch->Stop();
   if (events) events->Stop();
   http.Shutdown(std::chrono::seconds(2));

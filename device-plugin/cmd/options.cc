@@ -34,7 +34,34 @@ void AddFlags(CLI::App& app, Options& o) {
   app.add_option("--publish", o.publish,
                  "Publish node labels and GPU topology/state annotations (false: kubelet only)")
       ->capture_default_str();
+  app.add_option("--utilisation-interval", o.utilisation_interval_seconds,
+                 "Seconds between GPU utilisation samples (0 = no sampling, no idle detection)")
+      ->capture_default_str();
+  app.add_option("--idle-threshold-percent", o.idle_threshold_percent,
+                 "SM utilisation below which a pod's GPUs count as idle")
+      ->capture_default_str();
+  app.add_option("--idle-window", o.idle_window_seconds,
+                 "Seconds a pod's GPUs must stay below the threshold to be flagged idle")
+      ->capture_default_str();
   log::AddLogFlags(app, o.log);
+}
+
+Status ValidateUsageFlags(const Options& o) {
+  const double interval = o.utilisation_interval_seconds;
+  if (!(interval == 0 || (interval >= 0.1 && interval <= 3600))) {
+    return InvalidArgumentError(fmt::format(
+        "--utilisation-interval: must be 0 (off) or between 0.1 and 3600 seconds, got {}", interval));
+  }
+  if (!(o.idle_threshold_percent > 0 && o.idle_threshold_percent <= 100)) {
+    return InvalidArgumentError(
+        fmt::format("--idle-threshold-percent: must be above 0 and at most 100, got {}", o.idle_threshold_percent));
+  }
+  if (!(o.idle_window_seconds > 0 && o.idle_window_seconds >= interval && o.idle_window_seconds <= 7 * 86400)) {
+    return InvalidArgumentError(fmt::format(
+        "--idle-window: must be at least --utilisation-interval ({} s) and at most 7 days, got {} s", interval,
+        o.idle_window_seconds));
+  }
+  return OkStatus();
 }
 
 std::string DevicePluginDir(const Options& o) { return o.kubelet_dir + "/device-plugins"; }

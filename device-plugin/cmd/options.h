@@ -28,10 +28,17 @@ struct Options {
   std::optional<bool> fail_on_init_error;  // overrides flags.failOnInitError when set
   int kubelet_poll_ms = 200;
   bool publish = true;                // false: never talk to the API server
+  // Utilisation sampling and idle detection (docs/device-plugin.md "Utilisation").
+  double utilisation_interval_seconds = 10;  // 0 = off
+  double idle_threshold_percent = 5;
+  double idle_window_seconds = 1800;
   log::LogOptions log;
 };
 
 void AddFlags(CLI::App& app, Options& options);
+
+// The utilisation flags' bounds; InvalidArgument naming the flag otherwise.
+Status ValidateUsageFlags(const Options& options);
 
 // Paths derived from --kubelet-dir unless given explicitly.
 std::string DevicePluginDir(const Options& options);     // <kubelet-dir>/device-plugins

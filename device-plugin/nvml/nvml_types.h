@@ -167,6 +167,107 @@ typedef struct nvmlGpuInstanceInfo_st {
   nvmlGpuInstancePlacement_t placement;
 } nvmlGpuInstanceInfo_t;
 
+// ---- Utilisation sampling -----------------------------------------------------------
+// nvmlDeviceGetUtilizationRates: percent of the last sample period (1/6 s .. 1 s, by
+// product) in which a kernel ran (gpu) / device memory was read or written (memory).
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
+// nvmlDeviceGetProcessUtilization: one sample per process and driver sample period.
+typedef struct nvmlProcessUtilizationSample_st {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU timestamp, microseconds
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+typedef enum nvmlClockType_enum {
+  NVML_CLOCK_GRAPHICS = 0,
+  NVML_CLOCK_SM = 1,
+  NVML_CLOCK_MEM = 2,
+  NVML_CLOCK_VIDEO = 3
+} nvmlClockType_t;
+
+// nvmlDeviceGetFieldValues.
+typedef enum nvmlValueType_enum {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6
+} nvmlValueType_t;
+
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;      // NVML_FI_*; set by the caller
+  unsigned int scopeId;      // 0 = the GPU (power fields: 1 = the whole module)
+  long long timestamp;       // microseconds since 1970
+  long long latencyUsec;
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;   // per field: check before reading value
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
+// Field IDs (nvml.h R535+). NVML offers no SM-activity/occupancy field: those exist only as
+// GPM metrics (below), see docs/device-plugin.md.
+#define NVML_FI_DEV_POWER_AVERAGE 185  // mW, 1 s average; Ampere (not GA100) and newer
+#define NVML_FI_DEV_POWER_INSTANT 186  // mW, current; every architecture with power readings
+
+// ---- GPM (GPU Performance Monitoring, Hopper and newer) --------------------------------
+// SM activity and occupancy between two samples, per GPU or per MIG GPU instance
+// (nvmlGpmSampleGet / nvmlGpmMigSampleGet, then nvmlGpmMetricsGet on the pair).
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+
+typedef enum nvmlGpmMetricId_enum {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,  // % of time any graphics/compute engine was active
+  NVML_GPM_METRIC_SM_UTIL = 2,        // % of SMs busy, averaged over the interval
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3    // % of resident warps vs the theoretical maximum
+} nvmlGpmMetricId_t;
+
+// The array size of nvml.h R550 (go-nvml 0.13); the driver touches only numMetrics entries.
+#define NVML_GPM_METRIC_MAX 333
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION 1
+
+typedef struct nvmlGpmMetric_st {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct nvmlGpmMetricsGet_st {
+  unsigned int version;     // NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;  // the earlier sample
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+typedef struct nvmlGpmSupport_st {
+  unsigned int version;  // NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
 // ---- Events -----------------------------------------------------------------------
 #define nvmlEventTypeSingleBitEccError 0x0000000000000001ULL
 #define nvmlEventTypeDoubleBitEccError 0x0000000000000002ULL

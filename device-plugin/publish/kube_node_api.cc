@@ -23,4 +23,10 @@ Status KubeNodeApi::PatchNode(const std::string& node, const nlohmann::json& mer
   return r.ok() ? OkStatus() : r.status();
 }
 
+Status KubeNodeApi::PatchPod(const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) {
+  auto r = client_->Patch(kube::resources::kPods, ns, name, kube::PatchType::kMerge, merge_patch,
+                          {.field_manager = "phalanx-device-plugin"});
+  return r.ok() ? OkStatus() : r.status();
+}
+
 }  // namespace phalanx::device_plugin

@@ -16,6 +16,7 @@ class KubeNodeApi final : public NodeApi {
   static Result<std::unique_ptr<KubeNodeApi>> Create(const std::string& kubeconfig);
 
   Status PatchNode(const std::string& node, const nlohmann::json& merge_patch) override;
+  Status PatchPod(const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) override;
   kube::KubeClient& client() { return *client_; }
 
  private:

@@ -35,9 +35,16 @@ Result<PodOnNode> DecodePod(const nlohmann::json& pod) {
   p.deleting = meta->contains("deletionTimestamp") && !(*meta)["deletionTimestamp"].is_null();
   if (auto a = meta->find("annotations"); a != meta->end() && a->is_object()) {
     p.devices_annotation = Str(*a, std::string(kDevicesAnnotation).c_str());
+    p.idle_since = Str(*a, std::string(kIdleSinceAnnotation).c_str());
+  }
+  if (auto l = meta->find("labels"); l != meta->end() && l->is_object()) {
+    p.gang = Str(*l, "phalanx.io/gang");
+    if (p.gang.empty()) p.gang = Str(*l, "scheduling.x-k8s.io/pod-group");
+    p.job = Str(*l, "phalanx.io/job-name");
   }
   if (auto st = pod.find("status"); st != pod.end() && st->is_object()) p.phase = Str(*st, "phase");
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    p.priority_class = Str(*spec, "priorityClassName");
     for (const char* list : {"initContainers", "containers"}) {
       auto cs = spec->find(list);
       if (cs == spec->end() || !cs->is_array()) continue;

@@ -21,6 +21,11 @@ struct PodOnNode {
   bool deleting = false;        // has a deletionTimestamp
   std::string devices_annotation;  // phalanx.io/devices, "" if absent
   std::vector<std::string> resources;  // extended resources its containers ask for (limits, requests)
+  // Attribution of GPU utilisation (docs/device-plugin.md, "Utilisation"):
+  std::string gang;             // label phalanx.io/gang (or scheduling.x-k8s.io/pod-group)
+  std::string job;              // label phalanx.io/job-name (the operator's TrainingJob)
+  std::string priority_class;   // spec.priorityClassName (the tier)
+  std::string idle_since;       // annotation phalanx.io/idle-since, "" if absent
 };
 
 class NodeApi {
@@ -28,6 +33,8 @@ class NodeApi {
   virtual ~NodeApi() = default;
   // JSON merge patch of Node `node` (metadata only).
   virtual Status PatchNode(const std::string& node, const nlohmann::json& merge_patch) = 0;
+  // JSON merge patch of Pod `ns`/`name` (the idle-since annotation).
+  virtual Status PatchPod(const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) = 0;
 };
 
 // Decodes one Pod object. InvalidArgument when metadata.uid/name is missing.

@@ -73,4 +73,15 @@ void NodeEvents::Registration(const std::string& resource, size_t devices, const
   it->second = result.ok();
 }
 
+void NodeEvents::PodEvent(const std::string& ns, const std::string& name, const std::string& uid,
+                          const std::string& type, const std::string& reason, const std::string& note) {
+  kube::ObjectReference pod;
+  pod.api_version = "v1";
+  pod.kind = "Pod";
+  pod.ns = ns;
+  pod.name = name;
+  pod.uid = uid;
+  recorder_.Record(pod, type, reason, "MeasureUtilisation", note);
+}
+
 }  // namespace phalanx::device_plugin

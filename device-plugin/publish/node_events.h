@@ -6,6 +6,7 @@
 //                               restart or a config reload)
 //   Warning RegistrationFailed  the first failure of a resource after a success (or at start);
 //                               the retries that follow are in the log, not in Events
+// and, regarding a pod: Warning GpuIdle / Normal GpuActive (utilisation monitor).
 // The Node is referenced by name (its uid is not needed: kubelet's own node Events do the same).
 // Thread-safe.
 #pragma once
@@ -35,6 +36,11 @@ class NodeEvents {
 
   // A registration attempt's outcome (PluginManager's hook).
   void Registration(const std::string& resource, size_t devices, const Status& result);
+
+  // An Event on a pod of this node (GpuIdle / GpuActive from the utilisation monitor), in the
+  // pod's namespace.
+  void PodEvent(const std::string& ns, const std::string& name, const std::string& uid, const std::string& type,
+                const std::string& reason, const std::string& note);
 
  private:
   void OnHealthChange();

@@ -50,7 +50,7 @@ topology::NodeTopology WithHealth(topology::NodeTopology t, const HealthTable& h
 }
 
 nlohmann::json GpuStateDocument(const std::vector<ResourceSpec>& resources, const HealthTable& health,
-                                const std::map<std::string, std::string>& allocations) {
+                                const std::map<std::string, std::string>& allocations, const UsageSummaries& usage) {
   nlohmann::json devices = nlohmann::json::object();
   for (const auto& r : resources) {
     for (const auto& d : r.devices) {
@@ -62,6 +62,10 @@ nlohmann::json GpuStateDocument(const std::vector<ResourceSpec>& resources, cons
       }
       auto it = allocations.find(d.id);
       e["podUID"] = it == allocations.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second);
+      if (auto u = usage.find(d.physical.str()); u != usage.end()) {
+        if (u->second.sm_util_5m) e["smUtil5m"] = *u->second.sm_util_5m;
+        if (u->second.memory_used_mib) e["memUsedMiB"] = *u->second.memory_used_mib;
+      }
       devices[d.id] = std::move(e);
     }
   }

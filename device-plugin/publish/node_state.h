@@ -4,13 +4,15 @@
 //               when the node belongs to one)
 //   annotations phalanx.io/gpu-topology (core/topology codec, with current GPU health)
 //               phalanx.io/gpu-state {"version":1,"devices":{"<device ID>":{"health":
-//               "Healthy|Unhealthy","reason":"…","xid":N,"podUID":"…"|null}}} keyed by the
-//               IDs advertised to kubelet ("reason"/"xid" only when unhealthy)
+//               "Healthy|Unhealthy","reason":"…","xid":N,"podUID":"…"|null,"smUtil5m":42,
+//               "memUsedMiB":1024}}} keyed by the IDs advertised to kubelet ("reason"/"xid" only
+//               when unhealthy; the utilisation fields only when sampled, see DeviceUsageSummary)
 // The patch is a JSON merge patch touching only these keys, so other labels and
 // annotations on the Node stay untouched. Thread-safe.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +28,7 @@ namespace phalanx::device_plugin {
 
 inline constexpr std::string_view kGpuStateAnnotation = "phalanx.io/gpu-state";
 inline constexpr std::string_view kDevicesAnnotation = "phalanx.io/devices";
+inline constexpr std::string_view kIdleSinceAnnotation = "phalanx.io/idle-since";
 inline constexpr std::string_view kProductLabel = "phalanx.io/gpu.product";
 inline constexpr std::string_view kCountLabel = "phalanx.io/gpu.count";
 inline constexpr std::string_view kMemoryLabel = "phalanx.io/gpu.memory-mib";
@@ -41,9 +44,23 @@ std::map<std::string, std::string> NodeLabels(const topology::NodeTopology& topo
 // The topology with each GPU's health from `health`.
 topology::NodeTopology WithHealth(topology::NodeTopology topology, const HealthTable& health);
 
-// `allocations`: advertised device ID -> pod UID (devices absent are unallocated).
+// A device's utilisation as phalanx.io/gpu-state carries it (additive fields of version 1):
+// smUtil5m = mean SM utilisation over the last 5 minutes in percent, rounded to a whole
+// percent; memUsedMiB = memory used. Absent when not measured (MIG devices have no SM
+// utilisation in NVML; sampling off).
+struct DeviceUsageSummary {
+  std::optional<double> sm_util_5m;
+  std::optional<uint64_t> memory_used_mib;
+  friend bool operator==(const DeviceUsageSummary&, const DeviceUsageSummary&) = default;
+};
+// Physical device UUID (GPU or MIG) -> summary.
+using UsageSummaries = std::map<std::string, DeviceUsageSummary>;
+
+// `allocations`: advertised device ID -> pod UID (devices absent are unallocated). `usage`
+// is keyed by the physical device (a time-sliced replica shows its GPU's values).
 nlohmann::json GpuStateDocument(const std::vector<ResourceSpec>& resources, const HealthTable& health,
-                                const std::map<std::string, std::string>& allocations);
+                                const std::map<std::string, std::string>& allocations,
+                                const UsageSummaries& usage = {});
 
 // {"metadata":{"labels":{...},"annotations":{topology, state}}}; empty parts are left out
 // (the publisher sends only what changed).

@@ -36,4 +36,27 @@ Result<Allocations> PodResourcesClient::List(const std::set<std::string>& resour
   return out;
 }
 
+Result<std::vector<DeviceHolder>> PodResourcesClient::ListHolders(std::chrono::milliseconds timeout) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::ListPodResourcesRequest req;
+  v1::ListPodResourcesResponse resp;
+  grpc::Status s = stub_->List(&ctx, req, &resp);
+  if (!s.ok()) {
+    return Status(static_cast<StatusCode>(s.error_code()),
+                  fmt::format("pod-resources List on {}: {}", socket_path_, s.error_message()));
+  }
+  std::vector<DeviceHolder> out;
+  for (const auto& pod : resp.pod_resources()) {
+    for (const auto& c : pod.containers()) {
+      for (const auto& d : c.devices()) {
+        for (const auto& id : d.device_ids()) {
+          out.push_back(DeviceHolder{id, d.resource_name(), PodKey{pod.namespace_(), pod.name()}, c.name()});
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace phalanx::device_plugin

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -28,12 +29,22 @@ struct Allocations {
   std::map<PodKey, std::set<std::string>> by_pod;
 };
 
+// One device held by one container (ListHolders).
+struct DeviceHolder {
+  std::string device_id;
+  std::string resource;
+  PodKey pod;
+  std::string container;
+};
+
 class PodResourcesClient {
  public:
   explicit PodResourcesClient(const std::string& socket_path);
   // Devices of `resource_names` held by pods. Unavailable when kubelet does not answer.
   Result<Allocations> List(const std::set<std::string>& resource_names,
                            std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // Every device of every resource with its pod and container (utilisation attribution).
+  Result<std::vector<DeviceHolder>> ListHolders(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
  private:
   std::string socket_path_;

@@ -198,7 +198,8 @@ Result<std::string> Publisher::StateDocument() {
     std::lock_guard<std::mutex> lock(mu_);
     allocations_ = std::move(alloc);
   }
-  return GpuStateDocument(resources_, health_, device_to_uid).dump();
+  std::shared_ptr<const UsageSummaries> usage = options_.usage ? options_.usage() : nullptr;
+  return GpuStateDocument(resources_, health_, device_to_uid, usage ? *usage : UsageSummaries{}).dump();
 }
 
 Status Publisher::PublishOnce() {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,7 @@
 #include "device-plugin/plugin/plugin_metrics.h"
 #include "device-plugin/plugin/resource_server.h"
 #include "device-plugin/publish/node_api.h"
+#include "device-plugin/publish/node_state.h"
 #include "device-plugin/publish/pod_cache.h"
 #include "device-plugin/publish/pod_resources_client.h"
 
@@ -48,6 +50,9 @@ struct PublisherOptions {
   // PendingPods: how long to wait for the pod watch when no cached pod can be the one kubelet
   // is admitting (the watch event may trail kubelet's own by milliseconds).
   std::chrono::milliseconds pod_wait{500};
+  // The latest utilisation summary per device (utilisation sampling); null = none. It changes
+  // at most once per sampling interval, so the state annotation does too.
+  std::function<std::shared_ptr<const UsageSummaries>()> usage;
 };
 
 class Publisher final : public PendingPodSource {

@@ -6,6 +6,7 @@
 #include "operator/api/field_reader.h"
 #include "operator/api/keys.h"
 #include "operator/api/time_format.h"
+#include "operator/cost/price_table.h"
 
 namespace phalanx::op {
 
@@ -44,6 +45,29 @@ void DecodeContainer(const json::Json& cs, ObservedPod& pod) {
     }
   }
   pod.containers.push_back(std::move(c));
+}
+
+// Devices of every extended resource in a container's limits (requests equal limits for
+// extended resources; requests are read when limits are absent).
+double ContainerGpus(const json::Json& container) {
+  const json::Json* res = json::Member(container, "resources");
+  if (res == nullptr) return 0;
+  const json::Json* q = json::Member(*res, "limits");
+  if (q == nullptr || !q->is_object()) q = json::Member(*res, "requests");
+  if (q == nullptr || !q->is_object()) return 0;
+  double total = 0;
+  for (auto it = q->begin(); it != q->end(); ++it) {
+    int64_t count = 0;
+    if (it->is_number_integer()) {
+      count = it->get<int64_t>();
+    } else if (it->is_string()) {
+      const std::string& v = it->get_ref<const std::string&>();
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), count);
+      if (ec != std::errc() || p != v.data() + v.size()) count = 0;
+    }
+    total += GpuEquivalents(it.key(), count);
+  }
+  return total;
 }
 
 }  // namespace
@@ -91,6 +115,12 @@ Result<ObservedPod> DecodeObservedPod(const json::Json& obj) {
 
   if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
     if (auto n = spec->find("nodeName"); n != spec->end() && n->is_string()) pod.node_name = n->get<std::string>();
+    if (auto pr = spec->find("priority"); pr != spec->end() && pr->is_number_integer()) {
+      pod.priority = static_cast<int32_t>(pr->get<int64_t>());
+    }
+    if (auto cs = spec->find("containers"); cs != spec->end() && cs->is_array()) {
+      for (const auto& c : *cs) pod.gpus += ContainerGpus(c);
+    }
     if (auto g = spec->find("schedulingGates"); g != spec->end() && g->is_array()) {
       for (const auto& gate : *g) {
         if (gate.is_object() && gate.value("name", std::string()) == kSchedulingGate) pod.gated = true;
@@ -102,6 +132,9 @@ Result<ObservedPod> DecodeObservedPod(const json::Json& obj) {
     pod.phase = s.String("phase").value_or("Pending");
     pod.reason = s.String("reason").value_or("");
     pod.message = s.String("message").value_or("");
+    if (auto t = s.String("startTime")) {
+      if (auto tm = ParseRfc3339(*t); tm.ok()) pod.start_time = *tm;
+    }
     if (auto conds = st->find("conditions"); conds != st->end() && conds->is_array()) {
       for (const auto& c : *conds) {
         if (!c.is_object()) continue;

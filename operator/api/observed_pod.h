@@ -45,6 +45,13 @@ struct ObservedPod {
   std::string disruption_message;
   std::vector<ObservedContainer> containers;  // containerStatuses, then init ones are ignored
   std::map<std::string, std::string> annotations;
+  // Usage accounting (operator/cost/usage.h).
+  std::optional<SystemTime> start_time;  // status.startTime: kubelet admitted it (GPUs allocated)
+  std::optional<int32_t> priority;       // spec.priority (from the priority class at admission)
+  double gpus = 0;  // GPU-equivalents the containers request (cost/price_table.h GpuEquivalents)
+  // The node's phalanx.io/gpu.product label; not part of the pod: filled in by the controller
+  // (empty when the pod is unbound or the node is unknown).
+  std::string gpu_product;
 
   bool HasFinalizer(std::string_view f) const;
   bool deleting() const { return deletion_timestamp.has_value(); }

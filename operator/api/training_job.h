@@ -142,6 +142,26 @@ struct PreemptionState {
   std::string outcome;  // "Checkpointed" | "DeadlineExceeded" | "NotRunning" | ...
 };
 
+// GPU usage and its cost accumulated over every attempt (docs/operator.md "Utilisation and
+// cost"). Counted from the pods' GPU-holding intervals up to `accounted_until` only, so an
+// accounting step always adds (accounted_until, now] and is persisted in the same status write
+// that moves accounted_until: a conflict, a re-list or an operator restart never counts twice.
+struct UsageStatus {
+  double gpu_seconds = 0;       // GPU-equivalents x seconds held (pod start -> containers ended)
+  double idle_gpu_seconds = 0;  // the part of gpu_seconds while phalanx.io/idle-since was set
+  double cost = 0;              // in `currency`; 0 and currency "" without a price table
+  double idle_cost = 0;
+  std::string currency;
+  SystemTime since{};           // when accounting of this job began
+  SystemTime accounted_until{}; // usage is counted up to here
+  // Pods whose idle period is already being counted: pod name -> its phalanx.io/idle-since.
+  // A pod that appears here for the first time has its idle period back-filled from
+  // idle-since; later steps count from accounted_until only.
+  std::map<std::string, std::string> idle_pods;
+
+  bool operator==(const UsageStatus&) const = default;
+};
+
 struct TrainingJobStatus {
   Phase phase = Phase::kNone;
   std::vector<Condition> conditions;
@@ -167,6 +187,7 @@ struct TrainingJobStatus {
   std::optional<PendingRestart> restart;
   std::optional<LastRestart> last_restart;
   std::optional<PreemptionState> preemption;
+  std::optional<UsageStatus> usage;
 };
 
 struct TrainingJob {

@@ -329,6 +329,20 @@ Result<TrainingJobStatus> DecodeStatus(const Json& status_json) {
     PHX_RETURN_IF_ERROR(c.status());
     s.preemption = p;
   }
+  if (const Json* u = r.Object("usage")) {
+    FieldReader c(u, "status.usage");
+    UsageStatus us;
+    us.gpu_seconds = c.Number("gpuSeconds").value_or(0);
+    us.idle_gpu_seconds = c.Number("idleGpuSeconds").value_or(0);
+    us.cost = c.Number("cost").value_or(0);
+    us.idle_cost = c.Number("idleCost").value_or(0);
+    us.currency = c.String("currency").value_or("");
+    us.since = Time(c, "since").value_or(SystemTime{});
+    us.accounted_until = Time(c, "accountedUntil").value_or(us.since);
+    us.idle_pods = StringMap(c, "idlePods");
+    PHX_RETURN_IF_ERROR(c.status());
+    s.usage = std::move(us);
+  }
   PHX_RETURN_IF_ERROR(r.status());
   return s;
 }
@@ -406,6 +420,20 @@ Json EncodeStatus(const TrainingJobStatus& s) {
     if (!p.reason.empty()) j["reason"] = p.reason;
     if (!p.outcome.empty()) j["outcome"] = p.outcome;
     out["preemption"] = std::move(j);
+  }
+  if (s.usage) {
+    const UsageStatus& u = *s.usage;
+    Json j = {{"gpuSeconds", u.gpu_seconds},
+              {"idleGpuSeconds", u.idle_gpu_seconds},
+              {"since", FormatRfc3339(u.since)},
+              {"accountedUntil", FormatRfc3339(u.accounted_until)}};
+    if (!u.currency.empty()) {
+      j["cost"] = u.cost;
+      j["idleCost"] = u.idle_cost;
+      j["currency"] = u.currency;
+    }
+    if (!u.idle_pods.empty()) j["idlePods"] = u.idle_pods;
+    out["usage"] = std::move(j);
   }
   return out;
 }

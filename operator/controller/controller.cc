@@ -60,7 +60,8 @@ Controller::Controller(kube::KubeClient& client, ControllerOptions options, Oper
     : client_(client), options_(std::move(options)), metrics_(metrics), logger_(std::move(logger)), clock_(clock),
       queue_(kube::WorkQueueOptions{std::chrono::milliseconds(50), std::chrono::milliseconds(300'000), 50, 500,
                                     "trainingjobs"},
-             &clock) {
+             &clock),
+      node_products_(client, clock) {
   kube::InformerOptions jo;
   jo.resource = res::kTrainingJobs;
   jo.ns = options_.ns;
@@ -212,12 +213,19 @@ Status Controller::ReconcileOnce(const std::string& key, const Json* fresh, bool
   }
   if (!orphans.empty()) PHX_RETURN_IF_ERROR(ApplyPods(ns, ReconcileOrphanPods(orphans), orphans));
   const bool service = services_->Get(key) != nullptr;
+  if (options_.reconcile.prices != nullptr) {
+    // Only pods that held GPUs are priced; the node's model is read once per node per hour.
+    for (ObservedPod& p : mine) {
+      if (p.start_time && p.gpus > 0) p.gpu_product = node_products_.Product(p.node_name);
+    }
+  }
   ReconcilePlan plan = Reconcile(job, mine, service, clock_.WallNow(), options_.reconcile);
   PHX_RETURN_IF_ERROR(Apply(*cached, plan, conflict));
   if (conflict) return OkStatus();
   const TrainingJobStatus& st = plan.status ? *plan.status : job.status;
   const double age = st.last_committed ? SecondsBetween(st.last_committed->time, clock_.WallNow()) : 0;
   metrics_.SetJob(key, st.phase, job.spec_error.ok() ? job.spec.TotalGpus() : 0, age);
+  metrics_.SetIdleGpus(key, ns, plan.tier, plan.idle_gpus);
   if (plan.requeue_after) queue_.AddAfter(key, *plan.requeue_after);
   return OkStatus();
 }
@@ -246,6 +254,10 @@ Status Controller::Apply(const CachedJob& cached, const ReconcilePlan& plan, boo
     }
     if (plan.restart_decided) metrics_.CountRestart(plan.restart_decided->restart_class, plan.restart_decided->reason);
     if (plan.lost_gpu_seconds_added > 0) metrics_.AddLostGpuSeconds(plan.lost_gpu_seconds_added);
+    if (!plan.usage_added.empty()) {
+      const PriceTable* prices = options_.reconcile.prices;
+      metrics_.AddUsage(ns, plan.tier, prices != nullptr ? prices->currency : "", plan.usage_added);
+    }
     if (plan.seconds_to_restart) metrics_.ObserveTimeToRestart(*plan.seconds_to_restart);
     const TrainingJobStatus& next = *plan.status;
     if (next.running_since && !job.status.running_since && next.attempt_start_time &&

@@ -21,6 +21,7 @@
 #include "core/kube/informer.h"
 #include "core/kube/work_queue.h"
 #include "operator/api/observed_pod.h"
+#include "operator/controller/node_products.h"
 #include "operator/controller/operator_metrics.h"
 #include "operator/lifecycle/checkpoint.h"
 #include "operator/reconcile/reconcile.h"
@@ -91,6 +92,7 @@ class Controller {
   std::unique_ptr<kube::Informer<CachedJob>> jobs_;
   std::unique_ptr<kube::Informer<ObservedPod>> pods_;
   std::unique_ptr<kube::Informer<NamedObject>> services_;
+  NodeProducts node_products_;
   std::mutex written_mu_;
   std::map<std::string, std::shared_ptr<const CachedJob>> written_;  // guarded by written_mu_
 };

@@ -39,6 +39,23 @@ Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::Create(metrics::Regist
   PHX_ASSIGN_OR_RETURN(m->reconcile_errors_, rt->WithLabels({"error"}));
   PHX_ASSIGN_OR_RETURN(auto depth, registry.AddGauge("phalanx_operator_workqueue_depth", "Keys waiting in the work queue."));
   PHX_ASSIGN_OR_RETURN(m->queue_depth_, depth->WithLabels({}));
+  PHX_ASSIGN_OR_RETURN(m->gpu_seconds_,
+                       registry.AddCounter("phalanx_trainingjob_gpu_seconds_total",
+                                           "GPU-seconds held by TrainingJob pods (status.usage.gpuSeconds).",
+                                           {"namespace", "tier"}));
+  PHX_ASSIGN_OR_RETURN(m->idle_gpu_seconds_,
+                       registry.AddCounter("phalanx_trainingjob_idle_gpu_seconds_total",
+                                           "GPU-seconds held by TrainingJob pods marked phalanx.io/idle-since.",
+                                           {"namespace", "tier"}));
+  PHX_ASSIGN_OR_RETURN(m->cost_, registry.AddCounter("phalanx_trainingjob_cost_total",
+                                                     "Cost of the GPU-seconds held, from the price table.",
+                                                     {"namespace", "tier", "currency"}));
+  PHX_ASSIGN_OR_RETURN(m->idle_cost_, registry.AddCounter("phalanx_trainingjob_idle_cost_total",
+                                                          "Cost of the idle GPU-seconds held.",
+                                                          {"namespace", "tier", "currency"}));
+  PHX_ASSIGN_OR_RETURN(m->idle_gpus_, registry.AddGauge("phalanx_trainingjob_idle_gpus",
+                                                        "GPUs held now by TrainingJob pods marked phalanx.io/idle-since.",
+                                                        {"namespace", "tier"}));
   for (Phase p : {Phase::kPending, Phase::kQueued, Phase::kStarting, Phase::kRunning, Phase::kRestarting,
                   Phase::kSuspended, Phase::kSucceeded, Phase::kFailed}) {
     PHX_ASSIGN_OR_RETURN(auto g, m->phase_->WithLabels({std::string(PhaseName(p))}));
@@ -65,7 +82,38 @@ void OperatorMetrics::ObserveGangWait(double seconds) { gang_wait_->Observe(seco
 
 void OperatorMetrics::SetJob(const std::string& key, Phase phase, double gpus, double checkpoint_age_seconds) {
   std::lock_guard lock(mu_);
-  jobs_[key] = {phase, gpus, checkpoint_age_seconds};
+  JobState& j = jobs_[key];
+  j.phase = phase;
+  j.gpus = gpus;
+  j.checkpoint_age_seconds = checkpoint_age_seconds;
+  RefreshLocked();
+}
+
+void OperatorMetrics::AddUsage(const std::string& ns, const std::string& tier, const std::string& currency,
+                               const UsageDelta& d) {
+  if (d.gpu_seconds > 0) {
+    if (auto c = gpu_seconds_->WithLabels({ns, tier}); c.ok()) (*c)->Add(d.gpu_seconds);
+  }
+  if (d.idle_gpu_seconds > 0) {
+    if (auto c = idle_gpu_seconds_->WithLabels({ns, tier}); c.ok()) (*c)->Add(d.idle_gpu_seconds);
+  }
+  if (currency.empty()) return;
+  if (d.cost > 0) {
+    if (auto c = cost_->WithLabels({ns, tier, currency}); c.ok()) (*c)->Add(d.cost);
+  }
+  if (d.idle_cost > 0) {
+    if (auto c = idle_cost_->WithLabels({ns, tier, currency}); c.ok()) (*c)->Add(d.idle_cost);
+  }
+}
+
+void OperatorMetrics::SetIdleGpus(const std::string& key, const std::string& ns, const std::string& tier,
+                                  double idle_gpus) {
+  std::lock_guard lock(mu_);
+  JobState& j = jobs_[key];
+  if (j.ns == ns && j.tier == tier && j.idle_gpus == idle_gpus) return;
+  j.ns = ns;
+  j.tier = tier;
+  j.idle_gpus = idle_gpus;
   RefreshLocked();
 }
 
@@ -92,6 +140,16 @@ void OperatorMetrics::RefreshLocked() {
     if (gg.ok()) (*gg)->Set(gpus[p]);
   }
   checkpoint_age_->Set(oldest);
+  std::map<std::pair<std::string, std::string>, double> idle;
+  for (const auto& [_, v] : jobs_) {
+    if (!v.ns.empty()) idle[{v.ns, v.tier}] += v.idle_gpus;
+  }
+  for (const auto& series : idle_series_) idle.try_emplace(series, 0.0);  // back to 0, not stale
+  for (const auto& [series, gpus] : idle) {
+    if (gpus == 0 && !idle_series_.count(series)) continue;
+    if (auto g = idle_gpus_->WithLabels({series.first, series.second}); g.ok()) (*g)->Set(gpus);
+    idle_series_.insert(series);
+  }
 }
 
 }  // namespace phalanx::op

@@ -4,11 +4,13 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "core/base/result.h"
 #include "core/metrics/registry.h"
 #include "operator/api/training_job.h"
+#include "operator/cost/usage.h"
 
 namespace phalanx::op {
 
@@ -25,6 +27,10 @@ class OperatorMetrics {
   // Per-job phase, GPUs (replicas x gpusPerReplica) and checkpoint age; gauges aggregate over
   // jobs (bounded labels).
   void SetJob(const std::string& key, Phase phase, double gpus, double checkpoint_age_seconds);
+  // Usage a status write persisted (counters by namespace and tier; cost also by currency),
+  // and the GPUs of a job's pods idle now (gauge by namespace and tier).
+  void AddUsage(const std::string& ns, const std::string& tier, const std::string& currency, const UsageDelta& d);
+  void SetIdleGpus(const std::string& key, const std::string& ns, const std::string& tier, double idle_gpus);
   void ForgetJob(const std::string& key);
   void SetQueueDepth(double depth) { queue_depth_->Set(depth); }
 
@@ -36,6 +42,8 @@ class OperatorMetrics {
     Phase phase;
     double gpus;
     double checkpoint_age_seconds;
+    std::string ns, tier;
+    double idle_gpus = 0;
   };
 
   metrics::GaugeFamily* phase_ = nullptr;
@@ -49,6 +57,12 @@ class OperatorMetrics {
   metrics::Counter* reconcile_errors_ = nullptr;
   metrics::Counter* reconcile_ok_ = nullptr;
   metrics::Gauge* queue_depth_ = nullptr;
+  metrics::CounterFamily* gpu_seconds_ = nullptr;
+  metrics::CounterFamily* idle_gpu_seconds_ = nullptr;
+  metrics::CounterFamily* cost_ = nullptr;
+  metrics::CounterFamily* idle_cost_ = nullptr;
+  metrics::GaugeFamily* idle_gpus_ = nullptr;
+  std::set<std::pair<std::string, std::string>> idle_series_;  // guarded by mu_
 
   std::mutex mu_;
   std::map<std::string, JobState> jobs_;  // guarded by mu_

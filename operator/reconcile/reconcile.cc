@@ -65,6 +65,7 @@ class Reconciliation {
     Duration d = std::max<Duration>(t - now_, std::chrono::seconds(1));
     if (!plan_.requeue_after || d < *plan_.requeue_after) plan_.requeue_after = d;
   }
+  bool AccountUsage(bool status_changed);
   void Finish();
 
   const TrainingJob& job_;
@@ -521,7 +522,42 @@ void Reconciliation::Finish() {
   if (!IsTerminal(st_.phase) && !service_exists_ && !job_.meta.deletion_timestamp && job_.spec_error.ok()) {
     plan_.create_service = BuildService(job_, options_.pod);
   }
-  if (EncodeStatus(st_) != EncodeStatus(job_.status)) plan_.status = st_;
+  const bool changed = EncodeStatus(st_) != EncodeStatus(job_.status);
+  const bool usage_changed = AccountUsage(changed);
+  if (changed || usage_changed) plan_.status = st_;
+}
+
+// Usage rides on the status writes the reconcile makes anyway; it forces one only when an
+// interval would otherwise be lost (a pod released or deleted, an idle period beginning or
+// ending) and, while GPUs are held, once per options_.usage_update.
+// Returns whether it changed status.usage. `natural`: the reconcile writes the status anyway.
+bool Reconciliation::AccountUsage(bool natural) {
+  UsageStep step = op::AccountUsage(st_.usage, pods_, spec_.scheduling.priority_class_name, options_.prices, now_);
+  plan_.tier = step.tier;
+  plan_.idle_gpus = step.idle_gpus;
+  bool changed = false;
+  const bool releasing = !plan_.remove_finalizers.empty() || !plan_.delete_pods.empty();
+  const bool due = step.holding && (!st_.usage || now_ - st_.usage->accounted_until >= options_.usage_update);
+  if (natural || releasing || due || step.idle_set_changed || step.currency_changed) {
+    if (step.currency_changed) {
+      Event(false, "CostCurrencyChanged",
+            fmt::format("price table currency is now {}: status.usage.cost counts from {}", step.usage.currency,
+                        FormatRfc3339(step.usage.accounted_until)));
+    }
+    const size_t idle_before = st_.usage ? st_.usage->idle_pods.size() : 0;
+    if (step.usage.idle_pods.size() > idle_before) {
+      Event(true, "GpusIdle",
+            fmt::format("{} of the job's pods hold GPUs that have been idle ({} GPUs now): see status.usage.idlePods",
+                        step.usage.idle_pods.size(), step.idle_gpus));
+    }
+    changed = !st_.usage || *st_.usage != step.usage;
+    st_.usage = std::move(step.usage);
+    plan_.usage_added = step.added;
+  }
+  if (step.holding) {
+    RequeueAt(st_.usage->accounted_until + std::chrono::duration_cast<SystemTime::duration>(options_.usage_update));
+  }
+  return changed;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "operator/api/observed_pod.h"
 #include "operator/api/training_job.h"
+#include "operator/cost/price_table.h"
 #include "operator/reconcile/desired_state.h"
 #include "operator/reconcile/reconcile_plan.h"
 
@@ -29,6 +30,11 @@ struct ReconcileOptions {
   Duration stuck_terminating_timeout = std::chrono::minutes(5);
   // How often status.preemptionCost is refreshed while the gang runs.
   Duration cost_refresh = std::chrono::seconds(30);
+  // status.usage is brought up to date on every status write the reconcile makes anyway, when
+  // a pod's GPU interval or idle period ends or begins, and otherwise at most this often while
+  // pods hold GPUs (the only periodic write usage adds).
+  Duration usage_update = std::chrono::minutes(5);
+  const PriceTable* prices = nullptr;  // null: GPU-seconds only, no cost
 };
 
 // `pods`: every pod labelled phalanx.io/job-name=<job> in the job's namespace (any attempt).

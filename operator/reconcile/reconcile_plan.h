@@ -16,6 +16,7 @@
 #include "core/base/clock.h"
 #include "core/json/json.h"
 #include "operator/api/training_job.h"
+#include "operator/cost/usage.h"
 
 namespace phalanx::op {
 
@@ -66,6 +67,10 @@ struct ReconcilePlan {
   std::optional<Restart> restart_decided;
   std::optional<double> seconds_to_restart;  // a new attempt's gang was created
   double lost_gpu_seconds_added = 0;
+  // Usage this plan's status adds (counters) and the job's tier; idle GPUs now (gauge).
+  UsageDelta usage_added;
+  std::string tier;
+  double idle_gpus = 0;
 
   bool empty() const {
     return !status && !create_service && create_pods.empty() && annotate_pods.empty() &&

@@ -29,6 +29,7 @@ struct SimulateFlags {
   std::string scheduling_policy;
   bool no_backfill = false;
   bool no_duration_hints = false;
+  bool no_queues = false;
   std::string report;
   std::string html;
   bool json = false;
@@ -47,6 +48,7 @@ int RunSimulate(const SimulateFlags& f) {
     std::cerr << "phalanx simulate: " << cluster.status().message() << "\n";
     return 1;
   }
+  if (f.no_queues) cluster->queues = {};
   ReaderOptions ro{.seed = f.seed, .time_scale = f.time_scale, .max_jobs = f.max_jobs};
   auto workload = ReadTrace(f.trace, f.format, ro);
   if (!workload.ok()) {
@@ -138,6 +140,8 @@ void RegisterSimulateCommand(cli::CommandRegistry& registry) {
                          "phalanx: the head of each pool blocks everything behind it (no backfill)");
             app.add_flag("--no-duration-hints", flags->no_duration_hints,
                          "phalanx: jobs give no run-time hint; the engine assumes its tier defaults");
+            app.add_flag("--no-queues", flags->no_queues,
+                         "ignore the cluster description's team queues (compare a run without them)");
             app.add_option("--report", flags->report, "write the JSON report to this file");
             app.add_option("--html", flags->html, "write a self-contained HTML report to this file");
             app.add_flag("--json", flags->json, "print the JSON report on stdout instead of the table");

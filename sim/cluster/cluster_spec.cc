@@ -1,5 +1,6 @@
 #include "sim/cluster/cluster_spec.h"
 
+#include <algorithm>
 #include <bit>
 #include <fstream>
 #include <map>
@@ -204,7 +205,10 @@ Result<ClusterSpec> ParseClusterSpec(const std::string& text, const std::string&
   ClusterSpec spec;
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
-    if (key != "name" && key != "nodeGroups") return At(source, kv.first, fmt::format("unknown field \"{}\"", key));
+    const auto& queue_keys = scheduling::QueueConfigKeys();
+    if (key != "name" && key != "nodeGroups" && std::find(queue_keys.begin(), queue_keys.end(), key) == queue_keys.end()) {
+      return At(source, kv.first, fmt::format("unknown field \"{}\"", key));
+    }
   }
   if (root["name"]) { PHX_ASSIGN_OR_RETURN(spec.name, GetString(source, root["name"], "name")); }
   const YAML::Node groups = root["nodeGroups"];
@@ -216,6 +220,26 @@ Result<ClusterSpec> ParseClusterSpec(const std::string& text, const std::string&
     if (!names.insert(g.name).second)
       return At(source, groups[i], fmt::format("duplicate node group name \"{}\"", g.name));
     spec.groups.push_back(std::move(g));
+  }
+  if (root["queues"]) {
+    auto queues = scheduling::ParseQueueConfigFrom(root);
+    if (!queues.ok()) return InvalidArgumentError(fmt::format("{}: {}", source, queues.status().message()));
+    spec.queues = std::move(*queues);
+    // A quota in a pool the cluster does not have is a typo, not an intent.
+    for (size_t i = 0; i < spec.queues.queues.size(); ++i) {
+      const scheduling::QueueSpec& q = spec.queues.queues[i];
+      for (size_t j = 0; j < q.quotas.size(); ++j) {
+        const bool known = std::any_of(spec.groups.begin(), spec.groups.end(),
+                                       [&](const NodeGroup& g) { return g.gpu_model == q.quotas[j].pool; });
+        if (!known) {
+          return InvalidArgumentError(fmt::format("{}: queues[{}].quotas[{}].pool: no node group has gpuModel \"{}\"",
+                                                  source, i, j, q.quotas[j].pool));
+        }
+      }
+    }
+  } else {
+    for (const std::string& key : scheduling::QueueConfigKeys())
+      if (root[key]) return InvalidArgumentError(fmt::format("{}: {} needs queues", source, key));
   }
   return spec;
 }

@@ -10,6 +10,7 @@
 #include "core/base/result.h"
 #include "core/placement/cluster_state.h"
 #include "core/placement/mig_ledger.h"
+#include "core/scheduling/queues.h"
 
 namespace phalanx::sim {
 
@@ -48,6 +49,9 @@ struct ClusterSpec {
   // Set when --cluster was a snapshot (sim/cluster/snapshot_cluster.h): the replay starts
   // from this ledger (copied per policy) and `groups` is empty.
   std::shared_ptr<const SimCluster> snapshot;
+  // Team queues (`queues:`, `defaultQueue:`, `crossQueuePreemptionPriority:`): the
+  // phalanx policy enforces them; every policy's report shows usage per queue.
+  scheduling::QueueConfig queues;
   int TotalGpus() const;  // every GPU, whole or in MIG mode
   int MigGpus() const;    // GPUs in MIG mode
   int TotalNodes() const;

@@ -33,11 +33,25 @@ Result<SimulationReport> RunSimulation(const ClusterSpec& cluster, const Workloa
   report.jobs = static_cast<int>(workload.jobs.size());
   report.seed = options.seed;
   report.notes = workload.notes;
+  if (cluster.queues.enabled()) {
+    // Jobs naming no configured queue run in the default one: say how many.
+    const scheduling::QueueLedger resolver(cluster.queues);
+    int defaulted = 0;
+    for (const Job& j : workload.jobs) defaulted += resolver.Resolve(j.queue) != j.queue ? 1 : 0;
+    if (defaulted > 0) {
+      report.notes.push_back(fmt::format("{} of {} jobs name no queue the cluster defines: they run in the default queue {}",
+                                         defaulted, workload.jobs.size(), cluster.queues.default_queue));
+    }
+  }
   for (const std::string& name : options.policies) {
-    PHX_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(name, options.policy));
+    PolicyOptions policy_options = options.policy;
+    policy_options.queues = cluster.queues;
+    SimConfig sim_config = options.sim;
+    sim_config.queues = cluster.queues;
+    PHX_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(name, policy_options));
     PHX_ASSIGN_OR_RETURN(SimCluster built, BuildSimCluster(cluster));
     if (options.on_policy) options.on_policy(name);
-    Simulator sim(workload, std::move(built.state), std::move(built.mig), *policy, options.sim);
+    Simulator sim(workload, std::move(built.state), std::move(built.mig), *policy, sim_config);
     report.policies.push_back(sim.Run());
   }
   return report;

@@ -84,6 +84,7 @@ void Simulator::Advance(double t) {
   alloc_area_ += alloc_gpus_ * dt;
   busy_area_ += busy_gpus_ * dt;
   mig_area_ += mig_used_ * dt;
+  queues_.Advance(now_, t);
   if (!waiting_by_pool_.empty()) idle_waiting_area_ += IdleWhileWaiting() * dt;
 }
 
@@ -102,6 +103,11 @@ void Simulator::NoteBackfill(JobId id) {
   if (r.phase == JobPhase::kRunning) r.backfilled = true;
 }
 
+void Simulator::NoteReclaim(JobId id) {
+  JobRun& r = runs_[static_cast<size_t>(id)];
+  if (r.phase == JobPhase::kRunning) r.reclaim = true;
+}
+
 void Simulator::EndAttempt(JobId id) {
   JobRun& r = runs_[static_cast<size_t>(id)];
   if (r.backfilled) backfill_gpu_seconds_ += (now_ - r.attempt_start) * JobGpus(job(id));
@@ -118,6 +124,7 @@ void Simulator::Enqueue(JobId id) {
   ++queued_;
   dirty_ = true;
   if (!job(id).IsMig()) ++waiting_by_pool_[job(id).pool.value_or("")];
+  queues_.AddDemand(QueueOf(id), JobGpus(job(id)));
   if (job(id).IsMig()) {
     mig_queue_.emplace(-job(id).priority, mig_seq_++, id);
     return;
@@ -147,6 +154,8 @@ void Simulator::HandleFinish(JobId id, uint32_t token) {
   const double g = JobGpus(job(id));
   alloc_gpus_ -= g;
   busy_gpus_ -= g;
+  queues_.AddRunning(QueueOf(id), -g);
+  queues_.AddDemand(QueueOf(id), -g);
   running_.erase(id);
   r.phase = JobPhase::kDone;
   r.finish = now_;
@@ -221,6 +230,7 @@ void Simulator::BecomeRunning(JobId id) {
     r.nodes.push_back(a ? state_.node(a->node).spec.name : NodeName());
   }
   busy_gpus_ += JobGpus(j);
+  queues_.AddRunning(QueueOf(id), JobGpus(j));
   RecordTopology(id);
   events_.Push(now_ + r.remaining, EventType::kFinish, id, r.token);
   ++real_pending_;
@@ -386,6 +396,10 @@ Status Simulator::PreemptNow(JobId id, bool checkpointed) {
   ReleasePods(id);
   alloc_gpus_ -= JobGpus(j);
   busy_gpus_ -= JobGpus(j);
+  queues_.AddRunning(QueueOf(id), -JobGpus(j));
+  queues_.AddDemand(QueueOf(id), -JobGpus(j));  // until it is queued again
+  queues_.Preempted(QueueOf(id), r.reclaim);
+  r.reclaim = false;
   running_.erase(id);
   ++r.token;
   r.stopping = false;
@@ -417,6 +431,7 @@ void Simulator::TakeSample() {
   const placement::FragmentationReport f = placement::ClusterFragmentation(state_, shapes_);
   s.fragmented_gpus = f.fragmented_gpus;
   s.fragmentation_ratio = f.ratio;
+  queues_.FillSample(s);
   timeline_.push_back(s);
 }
 
@@ -436,6 +451,14 @@ PolicyReport Simulator::Run() {
     ++real_pending_;
   }
   first_submit_ = n ? workload_.jobs.front().submit : 0;
+  if (config_.queues.enabled()) {
+    queues_ = QueueTracker(config_.queues, state_.TotalGpus(), first_submit_);
+    job_queue_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      job_queue_[i] = queues_.IndexOf(workload_.jobs[i].queue);
+      if (runs_[i].phase != JobPhase::kNeverFits && !workload_.jobs[i].IsMig()) queues_.CountJob(job_queue_[i]);
+    }
+  }
   const double span = n ? workload_.jobs.back().submit - first_submit_ : 0;
   const double sample_every = std::max(60.0, span / std::max(1, config_.sample_points));
   now_ = first_submit_;
@@ -585,6 +608,7 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
   rep.mean_topology_ratio = topo_members_ ? topo_ratio_sum_ / topo_members_ : 1;
   rep.multi_node_gangs_started = multi_node_started_;
   rep.multi_node_gangs_in_one_rack = multi_node_one_rack_;
+  queues_.FillReport(rep, end);
   rep.events = counted_events_;
   rep.wall_seconds = wall_seconds;
   rep.events_per_second = wall_seconds > 0 ? static_cast<double>(counted_events_) / wall_seconds : 0;

@@ -27,7 +27,9 @@
 #include "core/placement/cluster_state.h"
 #include "core/placement/fragmentation.h"
 #include "core/placement/mig_ledger.h"
+#include "core/scheduling/queues.h"
 #include "sim/engine/event_queue.h"
+#include "sim/engine/queue_tracker.h"
 #include "sim/model/job.h"
 #include "sim/report/report.h"
 
@@ -51,6 +53,9 @@ struct SimConfig {
   // last periodic checkpoint is lost).
   double graceful_notice_s = 60;
   int sample_points = 400;  // timeline resolution
+  // Team queues of the cluster description: usage per queue is reported for every
+  // policy (only the phalanx policy enforces them).
+  scheduling::QueueConfig queues;
   // Called about every 1% of submitted jobs with the fraction done (progress bar).
   std::function<void(double)> progress;
 };
@@ -77,6 +82,7 @@ struct JobRun {
   bool backfilled = false;  // the current attempt was admitted as backfill
   std::vector<NodeName> nodes;  // the current attempt's member nodes, by member (set when it starts)
   bool stopping = false;    // told to checkpoint and stop (graceful preemption)
+  bool reclaim = false;     // the pending preemption returns another queue's nominal quota
 };
 
 class Simulator {
@@ -126,6 +132,9 @@ class Simulator {
   const SimConfig& config() const { return config_; }
   // The running attempt was admitted as backfill (counted in backfilled GPU-hours).
   void NoteBackfill(JobId id);
+  // The preemption the policy is about to ask for gives GPUs back to another team queue
+  // (counted as a reclaim in the report).
+  void NoteReclaim(JobId id);
   // Bumped whenever GPUs are released (finish, preemption) or a policy timer fires:
   // between two equal values only new arrivals can change what fits.
   uint64_t release_epoch() const { return release_epoch_; }
@@ -191,6 +200,9 @@ class Simulator {
   std::vector<NeverFit> never_fit_;
   int never_fit_count_ = 0;
   std::unordered_map<uint64_t, double> ratio_cache_;
+  QueueTracker queues_;
+  std::vector<int> job_queue_;  // QueueTracker index by job (-1: no queues)
+  int QueueOf(JobId id) const { return job_queue_.empty() ? -1 : job_queue_[static_cast<size_t>(id)]; }
 };
 
 // Policy interface: see sim/policy/policies.h for the four policies.

@@ -20,7 +20,7 @@ namespace {
 
 class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
  public:
-  explicit PhalanxPolicy(const PolicyOptions& options) : options_(options), engine_(options.engine) {}
+  explicit PhalanxPolicy(const PolicyOptions& options) : options_(options), engine_(options.engine, options.queues) {}
 
   std::string name() const override { return "phalanx"; }
 
@@ -74,6 +74,7 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
     g.key = KeyOf(sim, id);
     g.job = fmt::format("j{}", id);
     g.pool = j.pool.value_or("");
+    g.queue = j.queue;  // unknown or "" -> the default queue (when queues are configured)
     g.priority = j.priority;
     g.members = j.replicas;
     g.gpus_per_member = j.gpus_per_replica;
@@ -106,11 +107,12 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
     return pods;
   }
 
-  std::optional<double> Evict(const GangKey& victim, const GangKey& /*preemptor*/, std::string_view /*reason*/,
+  std::optional<double> Evict(const GangKey& victim, const GangKey& /*preemptor*/, std::string_view reason,
                               bool graceful) override {
     auto it = by_key_.find(victim);
     if (it == by_key_.end()) return std::nullopt;
     const JobId id = it->second;
+    if (reason.starts_with(scheduling::kQueueReclaimReason)) sim_->NoteReclaim(id);
     if (graceful) {
       // The operator's graceful preemption: checkpoint, then stop.
       auto notice = sim_->RequestGracefulStop(id);

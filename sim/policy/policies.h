@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/base/result.h"
+#include "core/scheduling/queues.h"
 #include "core/scheduling/tier_policy.h"
 #include "sim/engine/simulator.h"
 
@@ -26,6 +27,8 @@ struct PolicyOptions {
   // phalanx: each job tells its run time (the trace's duration, or the work left after
   // a preemption) as a duration hint; false = tier defaults only (docs/simulator.md).
   bool duration_hints = true;
+  // phalanx: team queues (the cluster description's `queues:`); empty = none.
+  scheduling::QueueConfig queues;
 };
 
 const std::vector<std::string>& PolicyNames();

@@ -92,6 +92,47 @@ std::string TierBars(const SimulationReport& r) {
   return svg + "</svg>";
 }
 
+// One policy's team queues: each queue's share of the cluster's GPUs over time (solid)
+// and what it asked for (dashed, as a share too).
+std::string QueueShareChart(const SimulationReport& r, const PolicyReport& p) {
+  const double W = 760, H = 260, L = 60, B = 30, T = 24;
+  const double gpus = std::max(1, r.cluster_gpus);
+  double tmax = 1, vmax = 1e-9;
+  for (const auto& s : p.timeline) {
+    tmax = std::max(tmax, s.time);
+    for (double g : s.queue_gpus) vmax = std::max(vmax, g / gpus);
+  }
+  vmax = std::min(1.0, std::max(vmax, 0.05));
+  std::string svg = fmt::format(
+      "<svg xmlns='http://www.w3.org/2000/svg' width='{0}' height='{1}' viewBox='0 0 {0} {1}'>"
+      "<text x='{2}' y='16' font-size='14' font-weight='bold'>{3}: share of GPUs by queue (dashed: demand)</text>",
+      W, H, L, Escape(p.policy));
+  for (int k = 0; k <= 4; ++k) {
+    const double y = T + (H - T - B) * (1 - k / 4.0);
+    svg += fmt::format("<line x1='{}' y1='{:.1f}' x2='{}' y2='{:.1f}' stroke='#ddd'/>", L, y, W - 10, y);
+    svg += fmt::format("<text x='{}' y='{:.1f}' font-size='11' text-anchor='end'>{:.0f}%</text>", L - 4, y + 4,
+                       100 * vmax * k / 4);
+  }
+  auto y_of = [&](double v) { return T + (H - T - B) * (1 - std::min(v / gpus, vmax) / vmax); };
+  for (size_t q = 0; q < p.queues.size(); ++q) {
+    std::string used, wanted;
+    for (const auto& s : p.timeline) {
+      if (q >= s.queue_gpus.size()) continue;
+      const double x = L + (W - L - 10) * s.time / tmax;
+      used += fmt::format("{:.1f},{:.1f} ", x, y_of(s.queue_gpus[q]));
+      wanted += fmt::format("{:.1f},{:.1f} ", x, y_of(s.queue_demand[q]));
+    }
+    const char* colour = kColours[q % 6];
+    svg += fmt::format("<polyline fill='none' stroke='{}' stroke-width='1.5' points='{}'/>", colour, used);
+    svg += fmt::format("<polyline fill='none' stroke='{}' stroke-width='1' stroke-dasharray='4 3' opacity='0.6' "
+                       "points='{}'/>",
+                       colour, wanted);
+    svg += fmt::format("<text x='{}' y='{}' font-size='11' fill='{}'>{}</text>", W - 150, T + 14 * (q + 1), colour,
+                       Escape(p.queues[q].name));
+  }
+  return svg + "</svg>";
+}
+
 }  // namespace
 
 std::string RenderHtml(const SimulationReport& r) {
@@ -110,6 +151,8 @@ std::string RenderHtml(const SimulationReport& r) {
   html += "<br>" + LineChart(r, "Fragmentation (FGD): fragmented / free GPUs", "",
                              [](const Sample& s) { return s.fragmentation_ratio; });
   html += "<br>" + TierBars(r);
+  for (const auto& p : r.policies)
+    if (!p.queues.empty()) html += "<br>" + QueueShareChart(r, p);
   html += "<h2>Summary</h2><pre>" + Escape(RenderTable(r)) + "</pre></body></html>\n";
   return html;
 }

@@ -62,6 +62,33 @@ std::string RenderJson(const SimulationReport& r, bool include_timing) {
                        {"preemptions", t.preemptions},
                        {"lostGpuHours", t.lost_gpu_hours}});
     pj["tiers"] = tiers;
+    if (!p.queues.empty()) {
+      nlohmann::json queues = nlohmann::json::array();
+      for (const QueueReport& q : p.queues)
+        queues.push_back({{"queue", q.name},
+                          {"nominalGpus", q.nominal_gpus},
+                          {"weight", q.weight},
+                          {"jobs", q.jobs},
+                          {"gpuHours", q.gpu_hours},
+                          {"meanShare", q.mean_share},
+                          {"hoursBelowMinDemandNominal", q.hours_below_entitlement},
+                          {"gpuHoursBelowMinDemandNominal", q.gpu_hours_below_entitlement},
+                          {"preemptions", q.preemptions},
+                          {"reclaimPreemptions", q.reclaimed},
+                          {"worstWindowDeviation", q.worst_window_deviation}});
+      pj["queues"] = queues;
+      const FairnessReport& f = p.fairness;
+      pj["fairness"] = {{"jainIndex", f.jain_index},
+                        {"contendedHours", f.contended_hours},
+                        {"windows6h", f.windows},
+                        {"windowsWithin10Percent", f.windows_within_10pct},
+                        {"worstWindowDeviation", f.worst_window_deviation},
+                        {"reclaimPreemptions", f.reclaim_preemptions},
+                        {"reclaimsPerJob", f.reclaims_per_job}};
+      nlohmann::json usage = nlohmann::json::array();
+      for (const Sample& s : p.timeline) usage.push_back({s.time, s.queue_gpus, s.queue_demand});
+      pj["queueTimeline"] = {{"columns", {"time", "gpusByQueue", "demandByQueue"}}, {"rows", usage}};
+    }
     nlohmann::json tl = nlohmann::json::array();
     for (const Sample& s : p.timeline)
       tl.push_back({s.time, s.allocated_gpus, s.busy_gpus, s.queued_jobs, s.fragmented_gpus, s.fragmentation_ratio,

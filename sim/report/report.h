@@ -34,6 +34,38 @@ struct Sample {
   int mig_used_slices = 0;  // MIG compute slices held
   double fragmented_gpus = 0;  // FGD, over the workload's task shapes
   double fragmentation_ratio = 0;
+  // Team queues (when the cluster defines them), by PolicyReport::queues index.
+  std::vector<double> queue_gpus;    // GPUs its running jobs hold
+  std::vector<double> queue_demand;  // ... plus those its queued jobs ask for
+};
+
+// One team queue over the replay (docs/simulator.md, "Queues").
+struct QueueReport {
+  std::string name;
+  double nominal_gpus = 0;  // over all pools
+  double weight = 1;
+  int jobs = 0;
+  double gpu_hours = 0;         // run by its jobs
+  double mean_share = 0;        // of the cluster's GPUs, over the replay
+  // Time its running GPUs were below min(demand, nominal), and the GPU-hours missing.
+  double hours_below_entitlement = 0;
+  double gpu_hours_below_entitlement = 0;
+  int preemptions = 0;          // of its jobs, any cause
+  int reclaimed = 0;            // of its jobs, to return another queue's nominal quota
+  double worst_window_deviation = 0;  // |share - fair share| / fair share, worst 6-h window
+};
+
+struct FairnessReport {
+  // Jain's index over queues with demand of (GPUs run / fair share), time-weighted over
+  // the time at least two queues had demand; fair share = capacity water-filled by
+  // nominal quota (weights when no quotas), each queue capped at its demand.
+  double jain_index = 1;
+  double contended_hours = 0;  // time at least two queues had demand
+  int windows = 0;             // 6-hour windows in which at least two queues had demand throughout
+  int windows_within_10pct = 0;  // ... in which every such queue was within 10% of its fair share
+  double worst_window_deviation = 0;
+  int reclaim_preemptions = 0;
+  double reclaims_per_job = 0;
 };
 
 struct NeverFit {
@@ -83,6 +115,8 @@ struct PolicyReport {
   double wall_seconds = 0;
   double events_per_second = 0;
   std::vector<TierReport> tiers;
+  std::vector<QueueReport> queues;  // empty: the cluster defines no queues
+  FairnessReport fairness;
   std::vector<Sample> timeline;
   std::vector<NeverFit> never_fit_jobs;  // first 20
 };

@@ -91,6 +91,34 @@ std::string RenderTable(const SimulationReport& r) {
     tier_row("JCT p99", [](const TierReport& t) { return HumanSeconds(t.jct_s.p99); });
     tier_row("preemptions", [](const TierReport& t) { return fmt::format("{}", t.preemptions); });
   }
+  // Per team queue, when the cluster defines them (same queues for every policy).
+  const PolicyReport* with_queues = nullptr;
+  for (const auto& p : r.policies)
+    if (!p.queues.empty()) with_queues = &p;
+  if (with_queues != nullptr) {
+    row("fairness (Jain, GPUs / fair share)", [](const PolicyReport& p) { return fmt::format("{:.3f}", p.fairness.jain_index); });
+    row("6-h windows all within 10% of fair", [](const PolicyReport& p) {
+      return fmt::format("{}/{}", p.fairness.windows_within_10pct, p.fairness.windows);
+    });
+    row("  worst deviation from fair share", [](const PolicyReport& p) {
+      return fmt::format("{:.0f}%", 100 * p.fairness.worst_window_deviation);
+    });
+    row("reclaim preemptions (per job)", [](const PolicyReport& p) {
+      return fmt::format("{} ({:.3f})", p.fairness.reclaim_preemptions, p.fairness.reclaims_per_job);
+    });
+    for (size_t i = 0; i < with_queues->queues.size(); ++i) {
+      const QueueReport& q0 = with_queues->queues[i];
+      out += fmt::format("queue {} (nominal {:.0f} GPUs, weight {:g}, {} jobs)\n", q0.name, q0.nominal_gpus, q0.weight, q0.jobs);
+      auto queue_row = [&](const std::string& label, auto&& cell) {
+        row("  " + label, [&](const PolicyReport& p) { return i < p.queues.size() ? cell(p.queues[i]) : std::string("-"); });
+      };
+      queue_row("mean share of GPUs", [](const QueueReport& q) { return fmt::format("{:.1f}%", 100 * q.mean_share); });
+      queue_row("hours below min(demand, nominal)", [](const QueueReport& q) { return fmt::format("{:.1f}", q.hours_below_entitlement); });
+      queue_row("  GPU-hours missing", [](const QueueReport& q) { return fmt::format("{:.0f}", q.gpu_hours_below_entitlement); });
+      queue_row("worst 6-h deviation from fair", [](const QueueReport& q) { return fmt::format("{:.0f}%", 100 * q.worst_window_deviation); });
+      queue_row("preemptions (reclaims)", [](const QueueReport& q) { return fmt::format("{} ({})", q.preemptions, q.reclaimed); });
+    }
+  }
   out += std::string(34 + w * r.policies.size(), '-') + "\n";
   row("simulator events", [](const PolicyReport& p) { return fmt::format("{}", p.events); });
   row("simulator speed (events/min)", [](const PolicyReport& p) {

@@ -93,7 +93,8 @@ TEST(CrdVersionsTest, ShippedCrdsUseOnlyRuleFieldsTheDeclaredMinimumAccepts) {
   const int minimum = MinimumMinor(Str(YAML::LoadFile(SourceDir() + "/helm/phalanx/Chart.yaml"), {"kubeVersion"}));
   ASSERT_GT(minimum, 0);
   for (const char* file : {"/manifests/crds/phalanx.io_trainingjobs.yaml",
-                           "/helm/phalanx/crds/phalanx.io_trainingjobs.yaml", "/manifests/install.yaml"}) {
+                           "/helm/phalanx/crds/phalanx.io_trainingjobs.yaml", "/manifests/crds/phalanx.io_gpuqueues.yaml",
+                           "/helm/phalanx/crds/phalanx.io_gpuqueues.yaml", "/manifests/install.yaml"}) {
     SCOPED_TRACE(file);
     ASSERT_TRUE(FileExists(SourceDir() + file));
     const auto problems = CheckFile(SourceDir() + file, minimum);
@@ -101,6 +102,8 @@ TEST(CrdVersionsTest, ShippedCrdsUseOnlyRuleFieldsTheDeclaredMinimumAccepts) {
   }
   // The shipped CRD does use validation rules: the check above looked at something.
   EXPECT_NE(ReadFile(SourceDir() + "/manifests/crds/phalanx.io_trainingjobs.yaml").find("x-kubernetes-validations"),
+            std::string::npos);
+  EXPECT_NE(ReadFile(SourceDir() + "/manifests/crds/phalanx.io_gpuqueues.yaml").find("x-kubernetes-validations"),
             std::string::npos);
 }
 

@@ -138,6 +138,20 @@ TEST(ChartContractTest, GrafanaDashboardShowsWhatOperatorsWatch) {
   EXPECT_EQ(dash.at("uid"), "phalanx-overview");
 }
 
+// Issue 18: what GPUs did, next to what they were given; shipped in the same ConfigMap.
+TEST(ChartContractTest, UtilisationDashboardShowsUseNextToAllocation) {
+  auto dash = nlohmann::json::parse(ReadFile(SourceDir() + "/helm/phalanx/dashboards/utilisation.json"));
+  std::string titles;
+  for (const auto& p : dash.at("panels")) titles += p.at("title").get<std::string>() + "\n";
+  for (const char* want : {"Utilisation vs allocation per team", "Idle GPUs"}) {
+    EXPECT_NE(titles.find(want), std::string::npos) << "no panel about: " << want;
+  }
+  EXPECT_NE(ReadFile(SourceDir() + "/helm/phalanx/templates/monitoring/grafana-dashboard.yaml")
+                .find("dashboards/utilisation.json"),
+            std::string::npos)
+      << "the utilisation dashboard is not shipped by the chart";
+}
+
 TEST(ChartContractTest, ChartCrdIsAByteIdenticalCopyOfTheManifest) {
   const std::string manifest = SourceDir() + "/manifests/crds/phalanx.io_trainingjobs.yaml";
   const std::string copy = SourceDir() + "/helm/phalanx/crds/phalanx.io_trainingjobs.yaml";
@@ -148,6 +162,17 @@ TEST(ChartContractTest, ChartCrdIsAByteIdenticalCopyOfTheManifest) {
   ASSERT_TRUE(FileExists(copy)) << "the chart must ship the TrainingJob CRD: cp " << manifest << " " << copy;
   EXPECT_TRUE(ReadFile(manifest) == ReadFile(copy))
       << copy << " differs from " << manifest << "; copy it again";
+}
+
+TEST(ChartContractTest, ChartShipsEveryCrdOfManifestsCrdsByteIdentical) {
+  const auto manifests = YamlFilesIn(SourceDir() + "/manifests/crds");
+  ASSERT_GE(manifests.size(), 2u);  // TrainingJob, GpuQueue
+  for (const std::string& manifest : manifests) {
+    const std::string copy = SourceDir() + "/helm/phalanx/crds/" + manifest.substr(manifest.find_last_of('/') + 1);
+    ASSERT_TRUE(FileExists(copy)) << "the chart must ship " << manifest << ": cp it to " << copy;
+    EXPECT_TRUE(ReadFile(manifest) == ReadFile(copy)) << copy << " differs from " << manifest << "; copy it again";
+  }
+  EXPECT_EQ(YamlFilesIn(SourceDir() + "/helm/phalanx/crds").size(), manifests.size());
 }
 
 TEST(ChartContractTest, ApiRequestTableParsesAndNamesEveryComponent) {
@@ -321,7 +346,8 @@ std::set<std::string> MetricNamesUsedIn(const std::string& text) {
 TEST(MetricsTest, DashboardMonitoringTemplatesAndDocsUseOnlyExportedMetrics) {
   const std::set<std::string> code = MetricNamesInCode();
   ASSERT_TRUE(code.count("phalanx_trainingjob_phase")) << "the source scan found no operator metrics";
-  std::vector<std::string> files = {SourceDir() + "/helm/phalanx/dashboards/phalanx.json"};
+  std::vector<std::string> files = {SourceDir() + "/helm/phalanx/dashboards/phalanx.json",
+                                    SourceDir() + "/helm/phalanx/dashboards/utilisation.json"};
   for (const auto& f : YamlFilesIn(SourceDir() + "/helm/phalanx/templates/monitoring")) files.push_back(f);
   // The suggested alerts and the metric tables live in the docs.
   for (const char* doc : {"operations.md", "troubleshooting.md"}) {

@@ -172,7 +172,9 @@ TEST(E2eGang, CriticalPodPreemptsTheWholeGangWhichRestartsFromItsCheckpoint) {
   auto cluster = StartCluster(TwoDgxNodes());
   ASSERT_TRUE(cluster);
   auto& client = cluster->client();
-  RunGang(*cluster, {.name = "train", .checkpoint_dir = "/ckpt/train"});
+  // A spot gang: a standard 16-GPU gang that must wait out the critical pod's day-long default
+  // run to get its GPUs back costs about what the pod gains (docs/algorithms.md §8.3).
+  RunGang(*cluster, {.name = "train", .priority_class = "phalanx-spot", .checkpoint_dir = "/ckpt/train"});
   if (HasFatalFailure()) return;
   Json job;
   PreemptGang(*cluster, &job);
@@ -199,7 +201,9 @@ TEST(E2eGang, CriticalPodRunsThenTheGangResumesAndSucceeds) {
   auto cluster = StartCluster(TwoDgxNodes());
   ASSERT_TRUE(cluster);
   auto& client = cluster->client();
-  RunGang(*cluster, {.name = "train", .checkpoint_dir = "/ckpt/train"});
+  // A spot gang: a standard 16-GPU gang that must wait out the critical pod's day-long default
+  // run to get its GPUs back costs about what the pod gains (docs/algorithms.md §8.3).
+  RunGang(*cluster, {.name = "train", .priority_class = "phalanx-spot", .checkpoint_dir = "/ckpt/train"});
   if (HasFatalFailure()) return;
   Json job;
   const auto preempted_at = PreemptGang(*cluster, &job);
@@ -248,7 +252,9 @@ TEST(E2eGang, PreemptionAfterAnOlderCheckpointCountsTheWorkSinceIt) {
   auto cluster = StartCluster(std::move(options));
   ASSERT_TRUE(cluster);
   auto& client = cluster->client();
-  RunGang(*cluster, {.name = "train", .checkpoint_dir = "/ckpt/train"});
+  // A spot gang: a standard 16-GPU gang that must wait out the critical pod's day-long default
+  // run to get its GPUs back costs about what the pod gains (docs/algorithms.md §8.3).
+  RunGang(*cluster, {.name = "train", .priority_class = "phalanx-spot", .checkpoint_dir = "/ckpt/train"});
   if (HasFatalFailure()) return;
 
   auto rank0 = GetOrNull(client, kPods, "ml", "train-a1-0");

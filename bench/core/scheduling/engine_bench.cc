@@ -8,6 +8,11 @@
 //                            is tried (nothing was released).
 //   BM_PassAdmitsHalf/Q      40 % of the nodes empty: the pass admits what fits (the
 //                            state is rebuilt outside the timing each iteration).
+//   BM_QueuesNothingFits/Q   BM_PassNothingFits with 100 team queues (one cohort, 400 GPUs
+//                            nominal each): the running gangs spread over the queues, the
+//                            Q waiting gangs too; the walk is by queue share, and gangs
+//                            within nominal look for borrowed gangs to reclaim.
+//   BM_QueuesAdmitsHalf/Q    BM_PassAdmitsHalf with the same 100 queues.
 #include <benchmark/benchmark.h>
 
 #include <fmt/format.h>
@@ -41,6 +46,18 @@ class BenchDriver : public EngineDriver {
   placement::ClusterState state_;
 };
 
+constexpr int kQueues = 100;
+
+QueueConfig HundredQueues() {
+  QueueConfig c;
+  for (int q = 0; q < kQueues; ++q) {
+    c.queues.push_back(QueueSpec{.name = fmt::format("team-{}", q), .cohort = "org", .weight = 1.0 + q % 3, .parent = "",
+                                 .quotas = {{"H100", kNodes * 8 / kQueues * kMilliGpu, std::nullopt, std::nullopt}}});
+  }
+  c.default_queue = "team-0";
+  return c;
+}
+
 GangRequest Waiting(int i) {
   static const int kShapes[][2] = {{1, 1}, {1, 4}, {1, 8}, {2, 8}, {4, 8}, {32, 8}};
   static const int kTiers[] = {100, 1000, 1000, 1000, 10000};
@@ -59,6 +76,7 @@ GangRequest Waiting(int i) {
 void FillCluster(BenchDriver& d, Engine& e) {
   for (int i = 0; i < kNodes / 2; ++i) {
     GangRequest g;
+    g.queue = fmt::format("team-{}", (i * 3) % (kQueues / 2));  // half the queues borrow
     g.key = GangKey(fmt::format("ns/run{}", i));
     g.pool = "H100";
     g.members = 2;
@@ -118,6 +136,40 @@ void BM_PassAdmitsHalf(benchmark::State& st) {
   st.counters["admitted/pass"] = static_cast<double>(admitted) / static_cast<double>(st.iterations());
 }
 BENCHMARK(BM_PassAdmitsHalf)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+GangRequest TeamWaiting(int i) {
+  GangRequest g = Waiting(i);
+  g.queue = fmt::format("team-{}", (i * 7) % kQueues);
+  return g;
+}
+
+void BM_QueuesNothingFits(benchmark::State& st) {
+  BenchDriver d(placement::bench::MakeCluster(kNodes, 1.0));
+  Engine e(EnginePolicy::Defaults(), HundredQueues());
+  FillCluster(d, e);
+  for (int i = 0; i < st.range(0); ++i) (void)e.Enqueue(TeamWaiting(i));
+  for (auto _ : st) e.Pass(100, d);
+  st.counters["waiting"] = static_cast<double>(e.waiting());
+  st.counters["borrowing"] = static_cast<double>(e.queues().Borrowing().size());
+  st.counters["plans/pass"] = static_cast<double>(e.stats().plan_calls) / static_cast<double>(e.stats().passes);
+}
+BENCHMARK(BM_QueuesNothingFits)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+void BM_QueuesAdmitsHalf(benchmark::State& st) {
+  const placement::ClusterState base = placement::bench::MakeCluster(kNodes, 0.4);
+  int64_t admitted = 0;
+  for (auto _ : st) {
+    st.PauseTiming();
+    BenchDriver d(base);
+    Engine e(EnginePolicy::Defaults(), HundredQueues());
+    for (int i = 0; i < st.range(0); ++i) (void)e.Enqueue(TeamWaiting(i));
+    st.ResumeTiming();
+    e.Pass(100, d);
+    admitted += static_cast<int64_t>(e.stats().admitted);
+  }
+  st.counters["admitted/pass"] = static_cast<double>(admitted) / static_cast<double>(st.iterations());
+}
+BENCHMARK(BM_QueuesAdmitsHalf)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace phalanx::scheduling

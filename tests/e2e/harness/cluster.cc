@@ -233,12 +233,12 @@ Status Cluster::StartOperator() {
   operator_metrics_port_ = FreePort();
   if (options_.progress_endpoint) progress_port_ = FreePort();
   Status error;
-  operator_ = Launch("operator", BinaryPath("operator/phalanx-operator"),
-                     {"--kubeconfig", kubeconfig_, "--metrics-addr", fmt::format("127.0.0.1:{}", operator_metrics_port_),
-                      "--progress-addr", progress_port_ == 0 ? "" : fmt::format("127.0.0.1:{}", progress_port_),
-                      "--namespace", options_.namespace_, "--workers", "2",
-                      "--stuck-terminating-seconds", "60"},
-                     {}, &error);
+  std::vector<std::string> args = {
+      "--kubeconfig", kubeconfig_, "--metrics-addr", fmt::format("127.0.0.1:{}", operator_metrics_port_),
+      "--progress-addr", progress_port_ == 0 ? "" : fmt::format("127.0.0.1:{}", progress_port_),
+      "--namespace", options_.namespace_, "--workers", "2", "--stuck-terminating-seconds", "60"};
+  for (const auto& a : options_.extra_operator_args) args.push_back(a);
+  operator_ = Launch("operator", BinaryPath("operator/phalanx-operator"), args, {}, &error);
   if (!operator_) return error;
   return WaitReady(*operator_, operator_metrics_port_);
 }

@@ -40,6 +40,7 @@ struct ClusterOptions {
   bool start_extender = true;  // also the scheduler driver
   std::string namespace_ = "ml";
   std::vector<std::string> extra_extender_args;
+  std::vector<std::string> extra_operator_args;
   // The operator's progress endpoint (--progress-addr) on a free port; off by default.
   bool progress_endpoint = false;
   // What the workers write as their termination message when stopped (KubeletDriverOptions);

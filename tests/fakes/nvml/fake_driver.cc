@@ -62,6 +62,7 @@ nvmlReturn_t FakeDriver::Init() {
     return NVML_ERROR_DRIVER_NOT_LOADED;
   }
   machine_ = std::move(machine).value();
+  machine_.loaded = std::chrono::steady_clock::now();
   ++generation_;
   handles_.clear();
   events_.reset();

@@ -39,6 +39,11 @@ struct nvmlGpuInstance_st {
   int gpu;
   int mig;  // the MIG device whose GPU instance this is
 };
+struct nvmlGpmSample_st {
+  int gpu = -1;         // index into FakeMachine::gpus; -1 until filled
+  int mig = -1;         // MIG device index for nvmlGpmMigSampleGet, -1 for the whole GPU
+  double seconds = 0;   // since the machine was loaded
+};
 struct nvmlEventSet_st {
   std::map<int, unsigned long long> registered;  // GPU -> event mask
 };

@@ -33,6 +33,62 @@ Result<T> Optional(const Json& object, std::string_view key, std::string_view pa
   return get(object, key, path);
 }
 
+Result<double> GetNumber(const Json& object, std::string_view key, std::string_view path) {
+  const Json& v = object.at(key);
+  if (!v.is_number()) return InvalidArgumentError(fmt::format("{}: expected a number", json::JoinPath(path, key)));
+  return v.get<double>();
+}
+
+Result<std::set<std::string>> ParseSymbols(const Json& object, std::string_view path) {
+  std::set<std::string> out;
+  PHX_ASSIGN_OR_RETURN(const Json* list, json::GetOptional(object, "unsupported", path, Json::value_t::array));
+  for (size_t i = 0; list != nullptr && i < list->size(); ++i) {
+    const Json& s = (*list)[i];
+    if (!s.is_string() || s.get<std::string>().rfind("nvml", 0) != 0) {
+      return InvalidArgumentError(fmt::format("{}[{}]: expected an NVML symbol name like \"nvmlDeviceGetPowerUsage\"",
+                                              json::JoinPath(path, "unsupported"), i));
+    }
+    out.insert(s.get<std::string>());
+  }
+  return out;
+}
+
+Result<UtilisationCurve> ParseCurve(const Json& gpu, const std::string& gpu_path) {
+  UtilisationCurve c;
+  PHX_ASSIGN_OR_RETURN(const Json* j, json::GetOptional(gpu, "utilisation", gpu_path, Json::value_t::object));
+  if (j == nullptr) return c;
+  const std::string path = gpu_path + ".utilisation";
+  auto number = [&](const char* key, double fallback) -> Result<double> {
+    return Optional<double>(*j, key, path, fallback, GetNumber);
+  };
+  PHX_ASSIGN_OR_RETURN(std::string shape, Optional<std::string>(*j, "curve", path, "constant", json::GetString));
+  if (shape == "constant") {
+    c.shape = UtilisationCurve::Shape::kConstant;
+  } else if (shape == "sawtooth") {
+    c.shape = UtilisationCurve::Shape::kSawtooth;
+  } else if (shape == "idleAfter") {
+    c.shape = UtilisationCurve::Shape::kIdleAfter;
+  } else {
+    return InvalidArgumentError(fmt::format("{}.curve: expected constant, sawtooth or idleAfter, got \"{}\"", path, shape));
+  }
+  PHX_ASSIGN_OR_RETURN(c.sm, number("sm", 0));
+  PHX_ASSIGN_OR_RETURN(c.idle_sm, number("idleSm", 0));
+  PHX_ASSIGN_OR_RETURN(c.after_seconds, number("afterSeconds", 0));
+  PHX_ASSIGN_OR_RETURN(c.min, number("min", 0));
+  PHX_ASSIGN_OR_RETURN(c.max, number("max", 100));
+  PHX_ASSIGN_OR_RETURN(c.period_seconds, number("periodSeconds", 60));
+  PHX_ASSIGN_OR_RETURN(c.memory, number("memory", -1));
+  PHX_ASSIGN_OR_RETURN(c.memory_used_mib, Optional<uint64_t>(*j, "memoryUsedMiB", path, 0, json::GetUint));
+  for (double v : {c.sm, c.idle_sm, c.min, c.max}) {
+    if (v < 0 || v > 100) return InvalidArgumentError(fmt::format("{}: percentages must be within 0..100", path));
+  }
+  if (c.memory > 100) return InvalidArgumentError(fmt::format("{}.memory: must be within 0..100", path));
+  if (c.period_seconds <= 0 || c.min > c.max || c.after_seconds < 0) {
+    return InvalidArgumentError(fmt::format("{}: needs periodSeconds > 0, min <= max, afterSeconds >= 0", path));
+  }
+  return c;
+}
+
 Result<MigProfile> ParseProfile(const Json& j, const std::string& path) {
   MigProfile p;
   PHX_ASSIGN_OR_RETURN(p.index, GetU32(j, "index", path));
@@ -80,6 +136,9 @@ Status ParseMigDevices(const Json& gpu_json, const std::string& path, const Fake
     PHX_ASSIGN_OR_RETURN(d.gpu_instance_id, GetU32(j, "gpuInstanceId", p));
     PHX_ASSIGN_OR_RETURN(d.compute_instance_id, GetU32(j, "computeInstanceId", p));
     PHX_ASSIGN_OR_RETURN(d.placement_start, GetU32(j, "placementStart", p));
+    PHX_ASSIGN_OR_RETURN(d.memory_used_mib, Optional<uint64_t>(j, "memoryUsedMiB", p, 0, json::GetUint));
+    PHX_ASSIGN_OR_RETURN(d.gpm_sm, Optional<double>(j, "gpmSm", p, 0, GetNumber));
+    if (d.gpm_sm < 0 || d.gpm_sm > 100) return InvalidArgumentError(fmt::format("{}.gpmSm: must be within 0..100", p));
     if (d.uuid.rfind("MIG-", 0) != 0 || !uuids.insert(d.uuid).second) {
       return InvalidArgumentError(fmt::format("{}.uuid: must start with MIG- and be unique", p));
     }
@@ -155,6 +214,12 @@ Result<FakeGpu> ParseGpu(const Json& j, const std::string& path, unsigned int in
   }
   PHX_RETURN_IF_ERROR(ParseMigDevices(j, path, machine, uuids, g));
   PHX_ASSIGN_OR_RETURN(g.lost, Optional<bool>(j, "lost", path, false, json::GetBool));
+  PHX_ASSIGN_OR_RETURN(g.utilisation, ParseCurve(j, path));
+  if (g.utilisation.memory_used_mib > g.memory_mib) {
+    return InvalidArgumentError(fmt::format("{}.utilisation.memoryUsedMiB: more than memoryMiB", path));
+  }
+  PHX_ASSIGN_OR_RETURN(g.unsupported, ParseSymbols(j, path));
+  PHX_ASSIGN_OR_RETURN(g.gpm, Optional<bool>(j, "gpm", path, false, json::GetBool));
   return g;
 }
 
@@ -215,6 +280,20 @@ Result<PciAddress> ParsePciBusId(const std::string& text) {
   return PciAddress{domain, bus, device};
 }
 
+double UtilisationCurve::SmAt(double seconds) const {
+  switch (shape) {
+    case Shape::kConstant: return sm;
+    case Shape::kIdleAfter: return seconds < after_seconds ? sm : idle_sm;
+    case Shape::kSawtooth: {
+      const double phase = seconds / period_seconds - static_cast<long long>(seconds / period_seconds);
+      return min + (max - min) * phase;
+    }
+  }
+  return sm;
+}
+
+double UtilisationCurve::MemoryAt(double seconds) const { return memory >= 0 ? memory : SmAt(seconds) / 2; }
+
 unsigned int FakeMachine::CommonAncestor(const FakeGpu& a, const FakeGpu& b) const {
   if (a.index == b.index) return NVML_TOPOLOGY_INTERNAL;
   if (a.host_bridge != b.host_bridge) {
@@ -247,6 +326,7 @@ Result<FakeMachine> ParseMachine(const std::string& json_text) {
     PHX_ASSIGN_OR_RETURN(MigProfile p, ParseProfile((*profiles)[i], fmt::format("migProfiles[{}]", i)));
     m.mig_profiles.push_back(std::move(p));
   }
+  PHX_ASSIGN_OR_RETURN(m.unsupported, ParseSymbols(root, ""));
   PHX_ASSIGN_OR_RETURN(const Json* gpus, json::GetArray(root, "gpus", ""));
   std::set<std::string> uuids;
   std::set<PciAddress> addresses;

@@ -9,8 +9,10 @@
 // Value types; thread-compatible.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,8 @@ struct MigProfile {
 
 struct MigDevice {
   std::string uuid;              // "MIG-..."
+  uint64_t memory_used_mib = 0;  // what nvmlDeviceGetMemoryInfo reports as used
+  double gpm_sm = 0;             // GPM SM activity of this GPU instance (constant), percent
   unsigned int profile_id = 0;
   unsigned int gpu_instance_id = 0;
   unsigned int compute_instance_id = 0;
@@ -51,6 +55,22 @@ struct MigDevice {
 };
 
 enum class RemoteType { kGpu, kSwitch };
+
+// How busy a GPU pretends to be over time (README "Utilisation"): SM utilisation in percent
+// as a function of the seconds since the machine was loaded.
+struct UtilisationCurve {
+  enum class Shape { kConstant, kSawtooth, kIdleAfter };
+  Shape shape = Shape::kConstant;
+  double sm = 0;             // constant: the value; idleAfter: before `after_seconds`
+  double idle_sm = 0;        // idleAfter: from `after_seconds` on
+  double after_seconds = 0;  // idleAfter
+  double min = 0, max = 100, period_seconds = 60;  // sawtooth: min -> max, then back to min
+  double memory = -1;        // memory-controller percent; < 0: half the SM value
+  uint64_t memory_used_mib = 0;
+
+  double SmAt(double seconds) const;
+  double MemoryAt(double seconds) const;
+};
 
 struct NvLink {
   PciAddress remote;
@@ -72,6 +92,9 @@ struct FakeGpu {
   std::vector<MigDevice> mig_devices;
   std::vector<NvLink> nvlinks;      // index = NVML link number
   bool lost = false;                // every call on this GPU fails with GPU_IS_LOST
+  UtilisationCurve utilisation;
+  bool gpm = false;                   // GPM supported (Hopper and newer)
+  std::set<std::string> unsupported;  // NVML symbols answering NOT_SUPPORTED on this GPU
 };
 
 struct FakeMachine {
@@ -81,6 +104,8 @@ struct FakeMachine {
   bool driver_not_loaded = false;   // nvmlInit fails with NVML_ERROR_DRIVER_NOT_LOADED
   std::vector<MigProfile> mig_profiles;
   std::vector<FakeGpu> gpus;
+  std::set<std::string> unsupported;  // NVML symbols answering NOT_SUPPORTED on every GPU
+  std::chrono::steady_clock::time_point loaded{};  // set by nvmlInit: time 0 of the curves
 
   // nvmlGpuTopologyLevel_t value for a pair (derivation in fake_machine.cc).
   unsigned int CommonAncestor(const FakeGpu& a, const FakeGpu& b) const;

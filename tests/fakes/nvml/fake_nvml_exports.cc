@@ -7,8 +7,11 @@
 // nvmlDeviceGetNvLinkRemoteDeviceType, like a pre-R450 driver.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include "device-plugin/nvml/nvml_types.h"
@@ -96,6 +99,45 @@ nvmlReturn_t RemotePci(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pc
     return FillPci(t.gpu.nvlinks[link].remote, 0, pci, version);
   });
 }
+
+// Utilisation sampling: the symbol's refusal on this device, or NVML_SUCCESS. Machine or
+// GPU "unsupported" lists and FAKE_NVML_UNSUPPORTED give NOT_SUPPORTED, FAKE_NVML_FAILING
+// gives UNKNOWN (both env lists re-read on every call).
+bool EnvListHas(const char* variable, const char* symbol) {
+  const char* value = std::getenv(variable);
+  if (value == nullptr) return false;
+  std::stringstream list(value);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (item == symbol) return true;
+  }
+  return false;
+}
+
+nvmlReturn_t Refusal(const Target& t, const char* symbol) {
+  if (t.machine.unsupported.count(symbol) || t.gpu.unsupported.count(symbol) ||
+      EnvListHas("FAKE_NVML_UNSUPPORTED", symbol)) {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
+  if (EnvListHas("FAKE_NVML_FAILING", symbol)) return NVML_ERROR_UNKNOWN;
+  return NVML_SUCCESS;
+}
+
+double SecondsSinceLoad(const Target& t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t.machine.loaded).count();
+}
+
+unsigned long long NowMicros() {
+  return static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+// Board power and SM clock follow the SM curve: 60 W + 6 W per percent, 345 MHz idle up to
+// 1980 MHz (the H100's maximum) at 100 %.
+constexpr unsigned int kMaxSmClockMhz = 1980;
+constexpr unsigned int kIdleSmClockMhz = 345;
+unsigned int PowerMilliwatts(double sm) { return static_cast<unsigned int>((60.0 + 6.0 * sm) * 1000.0); }
 
 const MigProfile* ProfileOf(const Target& t) {
   return t.mig != nullptr ? &t.machine.mig_profiles.at(t.mig->profile) : nullptr;
@@ -188,8 +230,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     const MigProfile* profile = ProfileOf(t);
     memory->total = (profile != nullptr ? profile->memory_mib : t.gpu.memory_mib) * kMiB;
-    memory->used = 0;
-    memory->free = memory->total;
+    memory->used = std::min(memory->total,
+                            (t.mig != nullptr ? t.mig->memory_used_mib : t.gpu.utilisation.memory_used_mib) * kMiB);
+    memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
   });
 }
@@ -343,6 +386,173 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
 
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpu_instance, nvmlGpuInstanceInfo_t* info) {
   return Driver().GpuInstanceInfo(gpu_instance, info);
+}
+
+// ---- Utilisation sampling --------------------------------------------------------------
+// Like the real driver, utilisation, power and clocks are not reported per MIG device.
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (t.mig != nullptr || t.gpu.mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
+    if (nvmlReturn_t r = Refusal(t, "nvmlDeviceGetUtilizationRates"); r != NVML_SUCCESS) return r;
+    const double s = SecondsSinceLoad(t);
+    utilization->gpu = static_cast<unsigned int>(t.gpu.utilisation.SmAt(s) + 0.5);
+    utilization->memory = static_cast<unsigned int>(t.gpu.utilisation.MemoryAt(s) + 0.5);
+    return NVML_SUCCESS;
+  });
+}
+
+// One process (pid 4242 + GPU index) with one sample per call while the curve is above 0;
+// none (NOT_FOUND) when the GPU is idle or nothing is newer than last_seen.
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+                                             unsigned int* count, unsigned long long last_seen) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (t.mig != nullptr || t.gpu.mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
+    if (nvmlReturn_t r = Refusal(t, "nvmlDeviceGetProcessUtilization"); r != NVML_SUCCESS) return r;
+    const double s = SecondsSinceLoad(t);
+    const unsigned long long now = NowMicros();
+    const double sm = t.gpu.utilisation.SmAt(s);
+    if (sm <= 0 || now <= last_seen) {
+      *count = 0;
+      return NVML_ERROR_NOT_FOUND;
+    }
+    if (utilization == nullptr || *count < 1) {
+      *count = 1;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    utilization[0] = nvmlProcessUtilizationSample_t{4242 + t.gpu.index, now,
+                                                    static_cast<unsigned int>(sm + 0.5),
+                                                    static_cast<unsigned int>(t.gpu.utilisation.MemoryAt(s) + 0.5), 0, 0};
+    *count = 1;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (power == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (t.mig != nullptr) return NVML_ERROR_NOT_SUPPORTED;
+    if (nvmlReturn_t r = Refusal(t, "nvmlDeviceGetPowerUsage"); r != NVML_SUCCESS) return r;
+    *power = PowerMilliwatts(t.gpu.utilisation.SmAt(SecondsSinceLoad(t)));
+    return NVML_SUCCESS;
+  });
+}
+
+static nvmlReturn_t SmClock(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock, bool max) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (clock == nullptr || type > NVML_CLOCK_VIDEO) return NVML_ERROR_INVALID_ARGUMENT;
+    if (t.mig != nullptr || type != NVML_CLOCK_SM) return NVML_ERROR_NOT_SUPPORTED;
+    if (nvmlReturn_t r = Refusal(t, max ? "nvmlDeviceGetMaxClockInfo" : "nvmlDeviceGetClockInfo"); r != NVML_SUCCESS) {
+      return r;
+    }
+    const double sm = t.gpu.utilisation.SmAt(SecondsSinceLoad(t));
+    *clock = max ? kMaxSmClockMhz
+                 : kIdleSmClockMhz + static_cast<unsigned int>((kMaxSmClockMhz - kIdleSmClockMhz) * sm / 100.0);
+    return NVML_SUCCESS;
+  });
+}
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
+  return SmClock(device, type, clock, /*max=*/false);
+}
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
+  return SmClock(device, type, clock, /*max=*/true);
+}
+
+// NVML_FI_DEV_POWER_INSTANT and _AVERAGE (milliwatts, unsigned int); every other field
+// answers NOT_SUPPORTED in its own nvmlReturn, as the real call does for unknown fields.
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t* values) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (values == nullptr || count < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    if (nvmlReturn_t r = Refusal(t, "nvmlDeviceGetFieldValues"); r != NVML_SUCCESS) return r;
+    const double sm = t.gpu.utilisation.SmAt(SecondsSinceLoad(t));
+    for (int i = 0; i < count; ++i) {
+      nvmlFieldValue_t& v = values[i];
+      v.timestamp = static_cast<long long>(NowMicros());
+      v.latencyUsec = 0;
+      const bool power = v.fieldId == NVML_FI_DEV_POWER_INSTANT || v.fieldId == NVML_FI_DEV_POWER_AVERAGE;
+      if (!power || t.mig != nullptr) {
+        v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        continue;
+      }
+      v.nvmlReturn = NVML_SUCCESS;
+      v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+      v.value.uiVal = PowerMilliwatts(sm);
+    }
+    return NVML_SUCCESS;
+  });
+}
+
+// ---- GPM -------------------------------------------------------------------------------
+// Supported on GPUs with "gpm": true. SM activity = the GPU's curve at the later sample (a MIG
+// instance: its constant "gpmSm"), occupancy = half of it; other metrics NOT_SUPPORTED.
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* support) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (support == nullptr || support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_INVALID_ARGUMENT;
+    if (nvmlReturn_t r = Refusal(t, "nvmlGpmQueryDeviceSupport"); r != NVML_SUCCESS) return r;
+    support->isSupportedDevice = t.mig == nullptr && t.gpu.gpm ? 1 : 0;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *sample = new nvmlGpmSample_st();
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  delete sample;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t GpmSample(nvmlDevice_t device, int gpu_instance_id, nvmlGpmSample_t sample, const char* symbol) {
+  return Driver().WithDevice(device, [&](const Target& t) {
+    if (sample == nullptr || t.mig != nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!t.gpu.gpm) return NVML_ERROR_NOT_SUPPORTED;
+    if (nvmlReturn_t r = Refusal(t, symbol); r != NVML_SUCCESS) return r;
+    int mig = -1;
+    if (gpu_instance_id >= 0) {
+      for (size_t m = 0; m < t.gpu.mig_devices.size(); ++m) {
+        if (static_cast<int>(t.gpu.mig_devices[m].gpu_instance_id) == gpu_instance_id) mig = static_cast<int>(m);
+      }
+      if (mig < 0) return NVML_ERROR_NOT_FOUND;
+    }
+    *sample = nvmlGpmSample_st{static_cast<int>(t.gpu.index), mig, SecondsSinceLoad(t)};
+    return NVML_SUCCESS;
+  });
+}
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
+  return GpmSample(device, -1, sample, "nvmlGpmSampleGet");
+}
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpu_instance_id, nvmlGpmSample_t sample) {
+  return GpmSample(device, static_cast<int>(gpu_instance_id), sample, "nvmlGpmMigSampleGet");
+}
+
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* m) {
+  if (m == nullptr || m->version != NVML_GPM_METRICS_GET_VERSION || m->numMetrics > NVML_GPM_METRIC_MAX ||
+      m->sample1 == nullptr || m->sample2 == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  const nvmlGpmSample_st a = *m->sample1, b = *m->sample2;
+  if (a.gpu < 0 || a.gpu != b.gpu || a.mig != b.mig || b.seconds < a.seconds) return NVML_ERROR_INVALID_ARGUMENT;
+  return Driver().WithMachine([&](const phalanx::fake_nvml::FakeMachine& machine) {
+    if (b.gpu >= static_cast<int>(machine.gpus.size())) return NVML_ERROR_INVALID_ARGUMENT;
+    const FakeGpu& gpu = machine.gpus[static_cast<size_t>(b.gpu)];
+    const double sm = b.mig >= 0 ? gpu.mig_devices.at(static_cast<size_t>(b.mig)).gpm_sm : gpu.utilisation.SmAt(b.seconds);
+    for (unsigned int i = 0; i < m->numMetrics; ++i) {
+      nvmlGpmMetric_t& metric = m->metrics[i];
+      metric.nvmlReturn = NVML_SUCCESS;
+      switch (metric.metricId) {
+        case NVML_GPM_METRIC_GRAPHICS_UTIL:
+        case NVML_GPM_METRIC_SM_UTIL: metric.value = sm; break;
+        case NVML_GPM_METRIC_SM_OCCUPANCY: metric.value = sm / 2; break;
+        default: metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED; break;
+      }
+    }
+    return NVML_SUCCESS;
+  });
 }
 
 // ---- Events --------------------------------------------------------------------------

@@ -15,11 +15,13 @@ struct PreemptFixture : ::testing::Test {
   void TearDown() override {
     if (HasFailure() && ext) std::cerr << "--- extender log ---\n" << ext->Log() << "\n";
   }
-  // Gang "cheap" (spot, TrainingJob cheap-job) fills both DGX nodes; "hi" (high tier, 8 GPUs) waits.
-  void Start(double notice_seconds) {
+  // Gang "cheap" (spot, TrainingJob cheap-job) fills both DGX nodes; "hi" (critical, 8 GPUs)
+  // waits. Critical: the preemption pays for itself by the engine's price (docs/algorithms.md
+  // §8.3) although nothing else will free GPUs for the 16-GPU victim to come back to.
+  void Start(double notice_seconds, double gpu_seconds_at_risk = 10) {
     cluster.Start(::testing::UnitTest::GetInstance()->current_test_info()->name());
     for (const char* n : {"dgx-1", "dgx-2"}) cluster.Seed(DgxNode(n));
-    cluster.Seed(TrainingJob("ml", "cheap-job", 10, notice_seconds));
+    cluster.Seed(TrainingJob("ml", "cheap-job", gpu_seconds_at_risk, notice_seconds));
     for (int i = 0; i < 2; ++i) {
       const std::string node = "dgx-" + std::to_string(i + 1);
       std::string devices = R"({"main":[)";
@@ -28,7 +30,7 @@ struct PreemptFixture : ::testing::Test {
       cluster.Seed(Pod({.name = "cheap-" + std::to_string(i), .gpus = 8, .gang = "cheap", .min_members = 2,
                         .priority = 100, .node = node, .devices = devices, .training_job = "cheap-job"}));
     }
-    cluster.Seed(Pod({.name = "hi", .gpus = 8, .priority = 10000}));
+    cluster.Seed(Pod({.name = "hi", .gpus = 8, .priority = 1000000}));
     victim0 = cluster.Get("ml", "cheap-0");
     victim1 = cluster.Get("ml", "cheap-1");
     preemptor = cluster.Get("ml", "hi");
@@ -84,7 +86,9 @@ TEST_F(PreemptFixture, TheWholeLowestTierGangGoesItsOtherMemberThroughPodsEvicti
 }
 
 TEST_F(PreemptFixture, ATrainingJobVictimWithNoticeGetsAPreemptRequestAndTheCallIsVetoed) {
-  Start(/*notice_seconds=*/30);
+  // Losing 10,000 GPU-s costs more than the preemptor waiting 30 s: graceful (with 10 GPU-s
+  // at risk the engine's price would evict it at once instead).
+  Start(/*notice_seconds=*/30, /*gpu_seconds_at_risk=*/1e4);
   auto reply = ProposeVictim0();
   ASSERT_EQ(reply.status, 200) << reply.body;
   auto body = json::Parse(reply.body);

@@ -102,6 +102,29 @@ TEST(DaemonSmokeTest, RunsJobsServesMetricsAndExitsOnSigterm) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// Configuration is checked at start: a malformed price table is exit code 2 with the field named,
+// before any API server is contacted.
+TEST(DaemonSmokeTest, MalformedPriceTableExitsTwoNamingTheField) {
+  const std::string file = ::testing::TempDir() + "/operator-bad-prices.json";
+  {
+    std::ofstream out(file);
+    out << R"({"currency":"USD","defaultGpuHourly":2,"gpuHourly":{"NVIDIA-H100-80GB-HBM3":-1}})";
+  }
+  const std::string binary = std::string(PHALANX_TEST_BINARY_DIR) + "/operator/phalanx-operator";
+  const std::string cmd = binary + " --kubeconfig /nonexistent --price-table " + file + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[1024];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+  EXPECT_NE(out.find("--price-table " + file + ": gpuHourly.NVIDIA-H100-80GB-HBM3: must be a number >= 0, got -1"),
+            std::string::npos)
+      << out;
+}
+
 pid_t SpawnOperator(const std::vector<std::string>& extra) {
   const std::string binary = std::string(PHALANX_TEST_BINARY_DIR) + "/operator/phalanx-operator";
   std::vector<std::string> args = {binary};

@@ -185,11 +185,10 @@ class OperatorIntegrationTest : public ::testing::Test {
   }
 
   // A new operator process takes over (nothing survives but the API objects).
-  void RestartController() {
+  void RestartController(ControllerOptions opts = {}) {
     controller_->Stop();
     worker_.join();
     controller_.reset();
-    ControllerOptions opts;
     opts.workers = 2;
     controller_ = std::make_unique<Controller>(*client_, opts, *metrics_,
                                                std::make_shared<spdlog::logger>("op2", std::make_shared<spdlog::sinks::null_sink_mt>()),
@@ -592,6 +591,61 @@ TEST_F(OperatorIntegrationTest, RestoredCheckpointRecordIsResumedFrom) {
   ASSERT_TRUE(job.ok());
   EXPECT_EQ((*job)["status"]["checkpoint"]["lastCommitted"]["step"], 4200);
   EXPECT_EQ((*job)["status"]["failures"], 0);
+}
+
+
+// status.usage with the real controller: priced by each pod's node model, written by the periodic
+// update, and exactly the pods' held time after operator restarts (no double counting: everything
+// before accountedUntil came from earlier writes and is never counted again).
+TEST_F(OperatorIntegrationTest, UsageIsPricedPerNodeModelAndNeverDoubleCountedAcrossRestarts) {
+  // Static: the controller (stopped only in TearDown) keeps a pointer to it.
+  static const PriceTable prices{.currency = "USD",
+                                 .gpu_hourly = {{"NVIDIA-H100-80GB-HBM3", 3.6}, {"NVIDIA-A100-SXM4-80GB", 1.8}},
+                                 .default_gpu_hourly = 100};
+  ControllerOptions opts;
+  opts.reconcile.prices = &prices;
+  opts.reconcile.usage_update = std::chrono::seconds(1);
+  RestartController(opts);
+  for (const auto& [node, model] : {std::pair{"gpu-0", "NVIDIA-H100-80GB-HBM3"}, {"gpu-1", "NVIDIA-A100-SXM4-80GB"}}) {
+    ASSERT_TRUE(server_->Create("nodes", Json{{"apiVersion", "v1"}, {"kind", "Node"},
+                                              {"metadata", {{"name", node}, {"labels", {{"phalanx.io/gpu.product", model}}}}}})
+                    .ok());
+  }
+  ASSERT_TRUE(server_->Create(kTj, JobJson("usage", 2)).ok());
+  ASSERT_TRUE(server_->WaitForCount("pods", "ml", "phalanx.io/job-name=usage", 2).ok());
+  const std::string started = FormatRfc3339(std::chrono::system_clock::now());
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "usage-a1-" + std::to_string(i);
+    // The kubelet admits the pod (startTime: its GPUs are allocated), then runs it.
+    ASSERT_TRUE(server_->Patch("pods", "ml", name, fa::PatchType::kMerge,
+                               Json{{"status", {{"startTime", started}}}}.dump(), /*status=*/true)
+                    .ok());
+    RunPod(name, "gpu-" + std::to_string(i));
+  }
+  ASSERT_TRUE(server_->Patch("pods", "ml", "usage-a1-1", fa::PatchType::kMerge,
+                             Json{{"metadata", {{"annotations", {{"phalanx.io/idle-since", started}}}}}}.dump())
+                  .ok());
+  // Held time of each pod = accountedUntil - max(since, startTime); rank 1 idle all along.
+  auto expect_exact = [&](const Json& u) {
+    const SystemTime since = *ParseRfc3339(u.value("since", "")), until = *ParseRfc3339(u.value("accountedUntil", ""));
+    const double held = SecondsBetween(std::max(since, *ParseRfc3339(started)), until);
+    EXPECT_DOUBLE_EQ(u.value("gpuSeconds", -1.0), 16 * held) << u.dump();
+    EXPECT_DOUBLE_EQ(u.value("idleGpuSeconds", -1.0), 8 * held) << u.dump();
+    EXPECT_NEAR(u.value("cost", -1.0), 8 * held * (3.6 + 1.8) / 3600, 1e-9) << u.dump();
+    EXPECT_NEAR(u.value("idleCost", -1.0), 8 * held * 1.8 / 3600, 1e-9) << u.dump();
+    return held;
+  };
+  auto st = WaitJob("usage", [](const Json& s) { return s.contains("usage") && s["usage"].value("gpuSeconds", 0.0) >= 16 * 3; });
+  ASSERT_TRUE(st.ok()) << st.status();
+  const double first = expect_exact((*st)["status"]["usage"]);
+  for (int restart = 0; restart < 2; ++restart) {
+    RestartController(opts);
+    const double before = (*st)["status"]["usage"].value("gpuSeconds", 0.0);
+    st = WaitJob("usage", [&](const Json& s) { return s["usage"].value("gpuSeconds", 0.0) >= before + 16 * 2; });
+    ASSERT_TRUE(st.ok()) << st.status();
+    EXPECT_GT(expect_exact((*st)["status"]["usage"]), first);
+  }
+  EXPECT_TRUE(EventuallyExposes("phalanx_trainingjob_idle_gpus{namespace=\"ml\",tier=\"standard\"} 8"));
 }
 
 }  // namespace

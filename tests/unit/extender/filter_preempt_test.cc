@@ -104,6 +104,9 @@ struct PreemptFixture : ::testing::Test {
       c.ext.OnPod(p);
     }
     c.ext.OnTrainingJob({"default", "cheap-job", 10, 0, ""});
+    // As the daemon does every 100 ms: the engine adopts the running gangs (their expected
+    // ends feed the price of preempting them).
+    c.ext.Tick();
   }
   PreemptArgs Proposal(const PodInfo& preemptor) {
     PreemptArgs a;
@@ -147,18 +150,25 @@ TEST_F(PreemptFixture, VetoesPartialGangVictimsWhoseGangHasAProtectedMember) {
 }
 
 TEST_F(PreemptFixture, VetoesWhenTheVictimsDoNotMakeRoom) {
+  c.ext.OnTrainingJob({"default", "costly-job", 100, 0, ""});  // cheap enough to pay for itself
   PreemptArgs a;
   a.pod = GpuPod("hi", 8, 10000);
   a.victims["n0"] = {"uid-costly-0"};  // 4 of 8 GPUs freed: its gang mate frees the rest -> fits
   EXPECT_FALSE(c.ext.Preempt(a).victims.empty());
+  // The only offered node is held by a pod of the preemptor's own tier: kube-scheduler's
+  // victim there frees nothing we know of, and nothing of a lower tier holds its GPUs.
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("n3")).ok());
+  c.ext.OnPod(GpuPod("peer", 8, 10000, "n3"));
   PreemptArgs b;
   b.pod = GpuPod("hi2", 8, 10000);
-  b.victims["n1"] = {"uid-unknown"};  // frees nothing we know of
+  b.victims["n3"] = {"uid-unknown"};
   EXPECT_TRUE(c.ext.Preempt(b).victims.empty());
 }
 
 TEST_F(PreemptFixture, TrainingJobNeedingNoticeGetsAPreemptRequestAndAVeto) {
-  c.ext.OnTrainingJob({"default", "cheap-job", 10, 30, ""});
+  // 10,000 GPU-s at risk (x100, the preemptor's weight) cost more than the preemptor's 8
+  // GPUs waiting 30 s for the checkpoint (x100): graceful.
+  c.ext.OnTrainingJob({"default", "cheap-job", 1e4, 30, ""});
   PreemptResult r = c.ext.Preempt(Proposal(GpuPod("hi", 8, 10000)));
   EXPECT_TRUE(r.victims.empty());
   c.ext.DrainForTest();
@@ -171,6 +181,16 @@ TEST_F(PreemptFixture, TrainingJobNeedingNoticeGetsAPreemptRequestAndAVeto) {
   EXPECT_TRUE(body->contains("deadline"));
   EXPECT_TRUE(body->contains("requestId"));
   EXPECT_TRUE(c.writer.CallsOf("evict").empty());
+}
+
+TEST_F(PreemptFixture, ATrainingJobWithLittleAtRiskIsEvictedAtOnceDespiteItsNotice) {
+  // 10 GPU-s lost cost less than the preemptor waiting 30 s: the engine's cheaper choice.
+  c.ext.OnTrainingJob({"default", "cheap-job", 10, 30, ""});
+  PreemptResult r = c.ext.Preempt(Proposal(GpuPod("hi", 8, 10000)));
+  EXPECT_TRUE(r.victims.contains("n1"));
+  c.ext.DrainForTest();
+  EXPECT_TRUE(c.writer.CallsOf("preempt-request").empty());
+  EXPECT_EQ(c.writer.CallsOf("evict").size(), 1u);
 }
 
 TEST(ExplainTest, SaysWhyANonGangPodIsPending) {

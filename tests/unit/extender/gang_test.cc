@@ -243,7 +243,7 @@ TEST(GangTest, AGatedHighGangPreemptsAWholeSpotGangThenIsAdmitted) {
     c.ext.OnPod(p);
   }
   c.ext.Tick();  // the engine adopts the running spot gang
-  EXPECT_NE(c.ext.Explain("default/spot-0").find("as a preemption victim (tier spot): preempted 0 of at most 1"),
+  EXPECT_NE(c.ext.Explain("default/spot-0").find("as a preemption victim (tier spot): preemptible now (preempted 0/1 today"),
             std::string::npos)
       << c.ext.Explain("default/spot-0");
   c.clock.Advance(10min);

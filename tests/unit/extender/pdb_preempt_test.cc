@@ -122,6 +122,9 @@ struct PdbPreemptFixture : ::testing::Test {
       c.ext.OnPod(p);
     }
     c.ext.OnTrainingJob({"default", "cheap-job", 10, 0, ""});
+    // As the daemon does every 100 ms: the engine adopts the running gangs (their expected
+    // ends feed the price of preempting them).
+    c.ext.Tick();
   }
   PreemptArgs Proposal() {
     PreemptArgs a;
@@ -144,6 +147,7 @@ TEST_F(PdbPreemptFixture, WithoutBudgetsTheCheapGangGoes) {
 
 TEST_F(PdbPreemptFixture, AGangWhoseBudgetRefusesIsNeverChosen) {
   budgets.budgets.push_back(Budget("cheap-pdb", "cheap", 1));  // only 1 of the 2 members may go
+  c.ext.OnTrainingJob({"default", "costly-job", 100, 0, ""});   // cheap enough to pay for itself
   PreemptResult r = c.ext.Preempt(Proposal());
   ASSERT_EQ(r.victims.size(), 1u);
   EXPECT_TRUE(r.victims.contains("n0")) << "the other candidate, whose budget allows it";

@@ -78,13 +78,14 @@ TEST(CrdTest, PrinterColumnsAreTheContractOnes) {
     names.push_back(c["name"].as<std::string>());
     paths.push_back(c["jsonPath"].as<std::string>());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"Phase", "Replicas", "GPUs", "Attempt", "Last-Checkpoint", "Age"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"Phase", "Replicas", "GPUs", "Attempt", "Last-Checkpoint", "Age", "Cost"}));
   // Every status column reads a field the operator writes.
   TrainingJobStatus s;
   s.phase = Phase::kRunning;
   s.attempt = 2;
   s.gpus = 16;
   s.last_committed = CheckpointRecord{100, "/ckpt/100", SystemTime(std::chrono::seconds(1795000000)), 1};
+  s.usage = UsageStatus{.gpu_seconds = 3600, .cost = 2.5, .currency = "USD"};
   const json::Json st = {{"status", EncodeStatus(s)}};
   for (const auto& p : paths) {
     if (p.rfind(".status.", 0) != 0) continue;
@@ -195,6 +196,7 @@ TEST(CrdTest, StatusSchemaDeclaresEverythingTheOperatorWrites) {
   s.last_restart = LastRestart{RestartClass::kDisruption, "NodeLost", "gone", t, 1.5};
   s.preemption = PreemptionState{"r1", "Completed", "ml/big", "tier", t, t, 1000, "Checkpointed"};
   s.conditions.push_back(Condition{"Restarting", "True", "Error", "boom", t});
+  s.usage = UsageStatus{7200, 1800, 5.0, 1.25, "USD", t, t, {{"x-a3-0", "2026-11-26T10:00:00Z"}}};
   const YAML::Node status = Property(Version()["schema"]["openAPIV3Schema"], "status");
   ASSERT_TRUE(status.IsMap());
   ExpectDeclared(EncodeStatus(s), status, "status");

@@ -9,6 +9,7 @@
 
 #include "operator/api/keys.h"
 #include "operator/api/time_format.h"
+#include "operator/cost/usage.h"
 #include "tests/unit/operator/test_builders.h"
 
 namespace phalanx::op {
@@ -468,6 +469,117 @@ TEST(ReconcileTest, OrphanPodsLoseTheirFinalizer) {
   p.name = "x";
   p.finalizers = {std::string(kFinalizerCheckpoint)};
   EXPECT_EQ(ReconcileOrphanPods({p}).remove_finalizers.size(), 1u);
+}
+
+
+// --- usage accounting (status.usage) --------------------------------------------------------
+
+void StartClocks(World& w) {
+  for (auto& [_, p] : w.pods_) {
+    if (!p.start_time && p.phase == "Running") {
+      p.start_time = w.now_;
+      p.gpu_product = "NVIDIA-H100-80GB-HBM3";
+    }
+  }
+}
+
+PriceTable H100Table() {
+  PriceTable t;
+  t.currency = "USD";
+  t.gpu_hourly["NVIDIA-H100-80GB-HBM3"] = 3.6;  // 0.001 per GPU-second
+  t.default_gpu_hourly = 1;
+  return t;
+}
+
+TEST(ReconcileTest, UsageRidesOnStatusWritesAndSurvivesRestartsOfTheGang) {
+  World w(testing::ValidJobJson(2, 8));
+  const PriceTable prices = H100Table();
+  w.options_.prices = &prices;
+  w.Settle();
+  ASSERT_TRUE(w.job_.status.usage);
+  EXPECT_EQ(w.job_.status.usage->since, w.now_);
+  w.ScheduleAndRunAll();
+  StartClocks(w);
+  w.Step();
+  w.Advance(seconds(10));
+  EXPECT_TRUE(w.Step().empty());  // usage alone never makes a write before it is due
+  w.Advance(seconds(20));
+  ReconcilePlan p = w.Step();  // the 30 s preemption-cost refresh carries usage along
+  ASSERT_TRUE(p.status);
+  EXPECT_DOUBLE_EQ(p.status->usage->gpu_seconds, 16 * 30.0);
+  EXPECT_NEAR(p.status->usage->cost, 16 * 30 * 0.001, 1e-12);
+  EXPECT_DOUBLE_EQ(p.usage_added.gpu_seconds, 16 * 30.0);
+  EXPECT_EQ(p.tier, "high");
+  // Preempted at +100 s: the pods' time up to their end is persisted before their finalizers go.
+  w.Advance(seconds(70));
+  w.pods_["llama-a1-1"].disruption_reason = "PreemptionByScheduler";
+  w.pods_["llama-a1-1"].deletion_timestamp = w.now_;
+  w.Step();
+  w.Advance(seconds(5));
+  w.TerminateAllDeleting(R"({"step":700,"path":"/ckpt/step-700","committed":true})");
+  w.Advance(seconds(60));  // the operator looks again only a minute later
+  p = w.Step();
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(p.remove_finalizers.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.status->usage->gpu_seconds, 16 * 105.0);  // up to finishedAt, not to now
+  w.Settle();
+  EXPECT_EQ(w.job_.status.attempt, 2);
+  // Attempt 2 runs 50 s and succeeds: usage keeps growing from what attempt 1 left.
+  w.ScheduleAndRunAll();
+  StartClocks(w);
+  w.Step();
+  w.Advance(seconds(50));
+  for (const auto& name : w.LivePodNames()) w.KubeletTerminate(name, 0);
+  w.Settle();
+  EXPECT_EQ(w.job_.status.phase, Phase::kSucceeded);
+  EXPECT_DOUBLE_EQ(w.job_.status.usage->gpu_seconds, 16 * 155.0);
+  EXPECT_NEAR(w.job_.status.usage->cost, 16 * 155 * 0.001, 1e-12);
+  // Finished: nothing is held, no more writes or wake-ups for usage.
+  w.Advance(std::chrono::hours(1));
+  EXPECT_TRUE(w.Step().empty());
+  EXPECT_DOUBLE_EQ(w.job_.status.usage->gpu_seconds, 16 * 155.0);
+}
+
+TEST(ReconcileTest, UsageOfAPartlyRunningGangIsWrittenAtMostOncePerUpdateInterval) {
+  World w(testing::ValidJobJson(2, 8));
+  w.options_.usage_update = std::chrono::minutes(5);
+  w.Settle();
+  w.ScheduleAndRunAll();
+  // Rank 1 is still starting: the job is not Running, so no preemption-cost refresh either.
+  w.pods_["llama-a1-1"].phase = "Pending";
+  w.pods_["llama-a1-1"].containers.clear();
+  StartClocks(w);
+  ReconcilePlan p = w.Step();
+  ASSERT_TRUE(p.requeue_after);
+  EXPECT_LE(*p.requeue_after, std::chrono::minutes(5));
+  int writes = 0;
+  for (int i = 0; i < 30; ++i) {  // 10 minutes of reconciles every 20 s
+    w.Advance(seconds(20));
+    if (w.Step().status) ++writes;
+  }
+  EXPECT_EQ(writes, 2);
+  EXPECT_DOUBLE_EQ(w.job_.status.usage->gpu_seconds, 8 * 600.0);
+}
+
+TEST(ReconcileTest, IdleAnnotationIsWrittenAtOnceAndCountsIdleGpuHours) {
+  World w(testing::ValidJobJson(2, 8));
+  w.Settle();
+  w.ScheduleAndRunAll();
+  StartClocks(w);
+  w.Step();
+  w.Advance(seconds(3600));
+  w.Step();
+  const SystemTime idle_since = w.now_ - seconds(1800);
+  w.pods_["llama-a1-0"].annotations[std::string(kAnnotationIdleSince)] = FormatRfc3339(idle_since);
+  w.Advance(seconds(5));
+  ReconcilePlan p = w.Step();
+  ASSERT_TRUE(p.status);  // an idle period beginning is worth a write of its own
+  EXPECT_DOUBLE_EQ(p.status->usage->idle_gpu_seconds, 8 * 1805.0);
+  EXPECT_EQ(p.idle_gpus, 8);
+  bool event = false;
+  for (const auto& e : p.events) event = event || e.reason == "GpusIdle";
+  EXPECT_TRUE(event);
+  EXPECT_TRUE(w.Step().empty());
 }
 
 }  // namespace

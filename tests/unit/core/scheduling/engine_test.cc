@@ -144,9 +144,12 @@ TEST_F(EngineTest, PreemptsTheSmallestFootprintNotTheBigGang) {
   ASSERT_TRUE(engine_.Enqueue(Gang("small", 1, 8, kStandard, 0, 10000)).ok());
   engine_.Pass(0, driver_);
   ASSERT_TRUE(Started("big") && Started("small"));
-  // Losing "big" would cost more (16 GPUs to wait for again) even with less work at risk.
+  // Losing "big" would cost more (16 GPUs to wait for again) even with less work at risk:
+  // other work waits too ("queued"), so the GPUs "big" frees beyond the preemptor's one are
+  // not kept for it.
   driver_.risk["big"] = 0;
   driver_.risk["small"] = 8 * 100;
+  ASSERT_TRUE(engine_.Enqueue(Gang("queued", 4, 8, kStandard, 50, 10000)).ok());
   ASSERT_TRUE(engine_.Enqueue(Gang("urgent", 1, 1, kHigh, 100, 600)).ok());
   engine_.Pass(100, driver_);
   EXPECT_TRUE(Started("urgent"));

@@ -34,7 +34,14 @@ class FakeNodeApi final : public NodeApi {
     patches.push_back({node, patch});
     return OkStatus();
   }
+  Status PatchPod(const std::string& ns, const std::string& name, const json& patch) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!fail.ok()) return fail;
+    pod_patches.push_back({ns + "/" + name, patch});
+    return OkStatus();
+  }
   std::mutex mu;
+  std::vector<std::pair<std::string, json>> pod_patches;
   Status fail;
   std::vector<std::pair<std::string, json>> patches;
 };
@@ -371,6 +378,71 @@ TEST_F(PublisherTest, AllocationsThatDifferFromTheAnnotationAreCountedOncePerPod
   ASSERT_TRUE(p.PublishOnce().ok());
   text = registry.Expose();
   EXPECT_NE(text.find(series + " 2"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace phalanx::device_plugin
+
+namespace phalanx::device_plugin {
+namespace {
+
+TEST(NodeStateTest, GpuStateCarriesUtilisationPerPhysicalDeviceAsAdditiveFields) {
+  auto node = topology::MakePcie4GpuNode();
+  std::vector<ResourceSpec> resources = {testing::WholeGpuResource(node)};
+  HealthTable health;
+  const std::string g0 = node.gpus[0].uuid.str(), g1 = node.gpus[1].uuid.str();
+  UsageSummaries usage = {{g0, {.sm_util_5m = 42, .memory_used_mib = 1024}}, {g1, {.memory_used_mib = 0}}};
+  json doc = GpuStateDocument(resources, health, {}, usage);
+  EXPECT_EQ(doc["version"], 1);
+  EXPECT_EQ(doc["devices"][g0]["smUtil5m"], 42.0);
+  EXPECT_EQ(doc["devices"][g0]["memUsedMiB"], 1024);
+  EXPECT_FALSE(doc["devices"][g1].contains("smUtil5m"));  // not measured: absent, never 0
+  EXPECT_EQ(doc["devices"][g1]["memUsedMiB"], 0);
+  EXPECT_FALSE(doc["devices"][node.gpus[2].uuid.str()].contains("memUsedMiB"));
+  EXPECT_EQ(doc["devices"][g0]["health"], "Healthy");  // the version-1 fields are unchanged
+}
+
+TEST(DecodePodTest, ReadsAttributionLabelsTierAndIdleSince) {
+  auto p = DecodePod(json::parse(R"({"metadata":{"uid":"u1","namespace":"ml","name":"w0",
+      "labels":{"phalanx.io/gang":"llm-a0","phalanx.io/job-name":"llm"},
+      "annotations":{"phalanx.io/idle-since":"2026-11-26T14:00:00Z"}},
+    "spec":{"priorityClassName":"phalanx-spot","containers":[]}})"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gang, "llm-a0");
+  EXPECT_EQ(p->job, "llm");
+  EXPECT_EQ(p->priority_class, "phalanx-spot");
+  EXPECT_EQ(p->idle_since, "2026-11-26T14:00:00Z");
+  auto alias = DecodePod(json::parse(R"({"metadata":{"uid":"u2","name":"x",
+      "labels":{"scheduling.x-k8s.io/pod-group":"pg"}}})"));
+  ASSERT_TRUE(alias.ok());
+  EXPECT_EQ(alias->gang, "pg");
+}
+
+// Utilisation reaches the Node only when a rounded value moved, through the same debounced,
+// changed-parts-only write.
+TEST_F(PublisherTest, UtilisationIsWrittenOnlyWhenTheRoundedSummaryChanges) {
+  std::mutex mu;
+  auto current = std::make_shared<const UsageSummaries>();
+  publisher_ = std::make_unique<Publisher>(
+      PublisherOptions{.node_name = "node-1", .interval = 1000ms, .usage = [&] {
+                         std::lock_guard<std::mutex> lock(mu);
+                         return current;
+                       }},
+      api_, pods_, client_.get(), node_, false, resources_, health_, nullptr, log::MakeLogger("test"));
+  auto set = [&](UsageSummaries u) {
+    std::lock_guard<std::mutex> lock(mu);
+    current = std::make_shared<const UsageSummaries>(std::move(u));
+  };
+  ASSERT_TRUE(publisher_->PublishOnce().ok());
+  EXPECT_EQ(publisher_->writes(), 1);
+  set({{Gpu(0), {.sm_util_5m = 42, .memory_used_mib = 100}}});
+  ASSERT_TRUE(publisher_->PublishOnce().ok());
+  EXPECT_EQ(publisher_->writes(), 2);
+  EXPECT_EQ(LastState()["devices"][Gpu(0)]["smUtil5m"], 42.0);
+  EXPECT_FALSE(LastPatch()["metadata"].contains("labels"));  // only the state changed
+  set({{Gpu(0), {.sm_util_5m = 42, .memory_used_mib = 100}}});  // same rounded values
+  ASSERT_TRUE(publisher_->PublishOnce().ok());
+  EXPECT_EQ(publisher_->writes(), 2);
 }
 
 }  // namespace

@@ -1,0 +1,160 @@
+// Team queues in the simulator: the cluster description's `queues:`, the trace's queue
+// column mapped to them, the phalanx policy enforcing them (reclaim) and the report's
+// per-queue usage, time below min(demand, nominal), fair share and Jain's index.
+#include <gtest/gtest.h>
+
+#include "sim/engine/queue_tracker.h"
+#include "sim/engine/run.h"
+#include "sim/report/writers.h"
+#include "tests/unit/sim/test_util.h"
+
+namespace phalanx::sim {
+namespace {
+
+using testing::MakeJob;
+using testing::MakeWorkload;
+
+constexpr char kTwoTeams[] = R"(
+name: two
+nodeGroups:
+  - {name: n, count: 2, gpuModel: H100, gpusPerNode: 8}
+queues:
+  - {name: team-a, cohort: lab, quotas: [{pool: H100, nominal: 8}]}
+  - {name: team-b, cohort: lab, quotas: [{pool: H100, nominal: 8}]}
+defaultQueue: team-a
+)";
+
+Job TeamJob(double submit, double duration, int replicas, const std::string& queue, double checkpoint = 0) {
+  Job j = MakeJob(submit, duration, replicas, 8, kStandardPriority, checkpoint);
+  j.queue = queue;
+  return j;
+}
+
+TEST(SimQueuesTest, ClusterDescriptionDefinesQueues) {
+  auto spec = ParseClusterSpec(kTwoTeams, "two.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(spec->queues.enabled());
+  EXPECT_EQ(spec->queues.queues[1].name, "team-b");
+  EXPECT_EQ(spec->queues.queues[1].quotas[0].nominal, 8000);
+  EXPECT_EQ(spec->queues.default_queue, "team-a");
+}
+
+TEST(SimQueuesTest, BadQueuesNameTheField) {
+  std::string bad = kTwoTeams;
+  bad.replace(bad.find("pool: H100, nominal: 8}]}\n  - {name: team-b"), 10, "pool: A100");
+  auto spec = ParseClusterSpec(bad, "two.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("two.yaml: queues[0].quotas[0].pool: no node group has gpuModel \"A100\""),
+            std::string::npos)
+      << spec.status();
+  auto orphan = ParseClusterSpec("nodeGroups: [{name: n, count: 1, gpuModel: H100}]\ndefaultQueue: x\n", "o.yaml");
+  ASSERT_FALSE(orphan.ok());
+  EXPECT_NE(orphan.status().message().find("defaultQueue needs queues"), std::string::npos) << orphan.status();
+  auto weight = ParseClusterSpec(std::string(kTwoTeams) + "reclaimAfterSeconds: -1\n", "w.yaml");
+  ASSERT_FALSE(weight.ok());
+  EXPECT_NE(weight.status().message().find("reclaimAfterSeconds: must be"), std::string::npos) << weight.status();
+}
+
+TEST(SimQueuesTest, FairSharesWaterFillByWeightUpToDemand) {
+  auto f = QueueTracker::FairShares({10, 300, 0}, {1, 1, 1}, 256);
+  EXPECT_DOUBLE_EQ(f[0], 10);
+  EXPECT_DOUBLE_EQ(f[1], 246);
+  EXPECT_DOUBLE_EQ(f[2], 0);
+  f = QueueTracker::FairShares({300, 300}, {1, 3}, 256);
+  EXPECT_DOUBLE_EQ(f[0], 64);
+  EXPECT_DOUBLE_EQ(f[1], 192);
+  EXPECT_DOUBLE_EQ(QueueTracker::Jain({1, 1, 1}), 1);
+  EXPECT_DOUBLE_EQ(QueueTracker::Jain({1, 0}), 0.5);
+}
+
+TEST(SimQueuesTest, WindowsCompareEachQueueWithItsFairShare) {
+  const scheduling::QueueConfig c = ParseClusterSpec(kTwoTeams, "two.yaml")->queues;
+  QueueTracker t(c, 16, 0);
+  const int a = t.IndexOf("team-a"), b = t.IndexOf("team-b");
+  ASSERT_EQ(t.IndexOf("nobody"), a);
+  t.AddDemand(a, 16);
+  t.AddDemand(b, 16);
+  // First window: team-a runs 12, team-b 4 (fair: 8 each) -> 50 % off.
+  t.AddRunning(a, 12);
+  t.AddRunning(b, 4);
+  t.Advance(0, QueueTracker::kWindow);
+  // Second window: 8 and 8 -> fair.
+  t.AddRunning(a, -4);
+  t.AddRunning(b, 4);
+  t.Advance(QueueTracker::kWindow, 2 * QueueTracker::kWindow);
+  // Third window: team-b has no demand for its second half -> not counted.
+  t.Advance(2 * QueueTracker::kWindow, 2.5 * QueueTracker::kWindow);
+  t.AddDemand(b, -16);
+  t.AddRunning(b, -8);
+  t.Advance(2.5 * QueueTracker::kWindow, 3 * QueueTracker::kWindow);
+  PolicyReport rep;
+  rep.jobs = 10;
+  t.FillReport(rep, 3 * QueueTracker::kWindow);
+  EXPECT_EQ(rep.fairness.windows, 2);
+  EXPECT_EQ(rep.fairness.windows_within_10pct, 1);
+  EXPECT_DOUBLE_EQ(rep.fairness.worst_window_deviation, 0.5);
+  ASSERT_EQ(rep.queues.size(), 2u);
+  EXPECT_DOUBLE_EQ(rep.queues[b].worst_window_deviation, 0.5);
+  // team-b was below min(demand 16, nominal 8) = 8 for the first window only.
+  EXPECT_DOUBLE_EQ(rep.queues[b].hours_below_entitlement, 6);
+  EXPECT_DOUBLE_EQ(rep.queues[b].gpu_hours_below_entitlement, 4 * 6);
+  // Jain over (12/8, 4/8) then (1, 1), time-weighted over 2.5 windows of contention.
+  EXPECT_NEAR(rep.fairness.jain_index, (0.8 * 1 + 1 * 1.5) / 2.5, 1e-9);
+}
+
+// team-a floods both nodes first; team-b's gang arrives later and takes its node back.
+Workload FloodThenBurst() {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(TeamJob(i, 4 * 3600, 1, "team-a", 600));
+  jobs.push_back(TeamJob(600, 3600, 1, "team-b"));
+  jobs.push_back(TeamJob(700, 3600, 1, "nobody"));  // unknown: the default queue (team-a)
+  return MakeWorkload(jobs);
+}
+
+TEST(SimQueuesTest, PhalanxReclaimsLentGpusAndReportsPerQueue) {
+  auto spec = ParseClusterSpec(kTwoTeams, "two.yaml");
+  ASSERT_TRUE(spec.ok());
+  const Workload w = FloodThenBurst();
+  RunOptions opts;
+  opts.policies = {"phalanx", "gang-binpack"};
+  auto report = RunSimulation(*spec, w, opts);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_NE(report->notes.back().find("1 of 8 jobs name no queue the cluster defines"), std::string::npos);
+  const PolicyReport& phalanx = report->policies[0];
+  const PolicyReport& binpack = report->policies[1];
+  ASSERT_EQ(phalanx.queues.size(), 2u);
+  EXPECT_EQ(phalanx.queues[0].name, "team-a");
+  EXPECT_EQ(phalanx.queues[0].jobs, 7);
+  EXPECT_EQ(phalanx.queues[1].jobs, 1);
+  // phalanx: team-b's gang reclaims its node (one team-a gang, gracefully) within the
+  // graceful notice; gang-binpack makes it wait for a team-a job to end (4 h).
+  EXPECT_EQ(phalanx.fairness.reclaim_preemptions, 1);
+  EXPECT_EQ(phalanx.queues[0].reclaimed, 1);
+  EXPECT_EQ(binpack.fairness.reclaim_preemptions, 0);
+  EXPECT_LT(phalanx.queues[1].hours_below_entitlement, 0.1);
+  EXPECT_GT(binpack.queues[1].hours_below_entitlement, 3.5);
+  // Samples carry usage per queue.
+  bool seen_b = false;
+  for (const Sample& s : phalanx.timeline) seen_b = seen_b || (s.queue_gpus.size() == 2 && s.queue_gpus[1] == 8);
+  EXPECT_TRUE(seen_b);
+  const std::string json = RenderJson(*report);
+  EXPECT_NE(json.find("\"reclaimPreemptions\""), std::string::npos);
+  EXPECT_NE(json.find("\"jainIndex\""), std::string::npos);
+  const std::string table = RenderTable(*report);
+  EXPECT_NE(table.find("queue team-b (nominal 8 GPUs"), std::string::npos) << table;
+  EXPECT_NE(RenderHtml(*report).find("share of GPUs by queue"), std::string::npos);
+}
+
+TEST(SimQueuesTest, WithoutQueuesTheReportHasNoQueueSection) {
+  const Workload w = FloodThenBurst();
+  RunOptions opts;
+  opts.policies = {"phalanx"};
+  auto report = RunSimulation(testing::Cluster(2, 8), w, opts);
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->policies[0].queues.empty());
+  EXPECT_EQ(RenderJson(*report).find("\"queues\""), std::string::npos);
+  EXPECT_EQ(RenderTable(*report).find("queue team"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace phalanx::sim
