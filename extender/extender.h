@@ -22,8 +22,8 @@
 // answer filter/prioritize and fail bind with a retryable error.
 //
 // Thread-safety: every method is thread-safe. Filter/Prioritize take the ledger lock
-// shared; everything that changes the ledger takes it exclusively. Tick, Explain and
-// StateJson first take the admission lock (the engine's), then the ledger lock. Writes run on the
+// shared; everything that changes the ledger takes it exclusively. Tick, Preempt, Explain
+// and StateJson first take the admission lock (the engine's), then the ledger lock. Writes run on the
 // WritePool after the lock is released; bind callbacks run on its threads (or inline for
 // immediate errors).
 #pragma once

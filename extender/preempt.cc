@@ -257,6 +257,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
     r.pdb_violations = args.pdb_violations;
     return r;
   }
+  std::lock_guard admission(admission_mu_);  // the engine (quote, preemption record), before mu_
   std::unique_lock lock(mu_);
   if (!ledger_.FindPod(args.pod.uid)) ledger_.UpsertPod(args.pod, clock_.Now());
   const PodRecord& preemptor = *ledger_.FindPod(args.pod.uid);
