@@ -25,6 +25,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/extender/bench_cluster.h"
+#include "bench/extender/bench_daemons.h"
 #include "bench/extender/bench_http.h"
 #include "tests/e2e/harness/process.h"
 
@@ -34,29 +35,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json::Json;
 
-double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Starts a daemon with the tests' process runner (its own process group, logs in
-// <dir>/<name>.out/.err, stopped on scope exit); exits the bench if it cannot start.
-std::unique_ptr<e2e::Process> Start(const std::string& name, const std::string& binary, std::vector<std::string> args,
-                                    const std::string& dir) {
-  auto p = e2e::Process::Start({.name = name, .binary = binary, .args = std::move(args), .env = {}, .log_dir = dir});
-  if (!p.ok()) {
-    std::fprintf(stderr, "%s: %s\n", name.c_str(), p.status().message().c_str());
-    std::exit(1);
-  }
-  return std::move(*p);
-}
 
-// One request to the fake API server on a fresh connection; the status, the body in *out.
-int Api(int port, const std::string& method, const std::string& path, const std::string& body, std::string* out) {
-  Conn c(port);
-  if (!c.ok()) return 0;
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fake-token\r\n" +
-                    "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
-                    body;
-  return c.Call(req, out);
-}
 
 struct Bench {
   int api_port = 0, port = 0, metrics_port = 0;
@@ -70,7 +50,7 @@ struct Bench {
   // Pods of `gang` as the API has them.
   std::vector<Json> ListGang(const std::string& gang) const {
     std::string body;
-    if (Api(api_port, "GET", "/api/v1/namespaces/bench/pods?labelSelector=phalanx.io%2Fgang%3D" + gang, "", &body) !=
+    if (ApiRequest(api_port, "api-load", "GET", "/api/v1/namespaces/bench/pods?labelSelector=phalanx.io%2Fgang%3D" + gang, "", &body) !=
         200) {
       return {};
     }
@@ -131,7 +111,7 @@ Json PodObject(const std::string& name, int gpus, const std::string& gang, int m
 
 bool Seed(const Bench& b, const Json& items) {
   std::string body;
-  const int st = Api(b.api_port, "POST", "/fake/seed", json::Dump(items), &body);
+  const int st = ApiRequest(b.api_port, "api-load", "POST", "/fake/seed", json::Dump(items), &body);
   if (st / 100 != 2) std::fprintf(stderr, "seed: HTTP %d %s\n", st, body.substr(0, 300).c_str());
   return st / 100 == 2;
 }
@@ -152,7 +132,7 @@ struct Singles {
         std::string body;
         const auto t0 = Clock::now();
         const int st = c.Call(Bench::BindRequest(pod, node), &body);
-        const double took = Since(t0) * 1e3;
+        const double took = SecondsSince(t0) * 1e3;
         if (st != 200 || body != "{\"Error\":\"\"}") errors.push_back(body.substr(0, 200));
         ms.push_back(took);
       }
@@ -179,7 +159,7 @@ bool SendBinds(const Bench& b, const std::string& gang, size_t want, std::vector
   Conn filter(b.port);
   *ungated_s = -1;
   while (sent.size() < want) {
-    if (Since(t0) > 300) {
+    if (SecondsSince(t0) > 300) {
       std::fprintf(stderr, "%zu of %zu binds sent after 300 s\n", sent.size(), want);
       return false;
     }
@@ -198,7 +178,7 @@ bool SendBinds(const Bench& b, const std::string& gang, size_t want, std::vector
       conns.push_back(std::move(c));
       sent.insert(name);
     }
-    if (*ungated_s < 0 && ungated == pods.size() && !pods.empty()) *ungated_s = Since(t0);
+    if (*ungated_s < 0 && ungated == pods.size() && !pods.empty()) *ungated_s = SecondsSince(t0);
     if (sent.size() < want) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // next LIST
   }
   return true;
@@ -239,16 +219,9 @@ int Main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   Bench b;
   b.nodes = (members * gpus + 7) / 8 + spare;
-  auto api = Start("fake-apiserver", fake,
-                   {"--port-file", dir + "/port", "--write-kubeconfig", dir + "/kubeconfig", "--write-latency-ms",
-                    std::to_string(write_latency)},
-                   dir);
-  for (auto t0 = Clock::now(); b.api_port == 0 && Since(t0) < 60;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const std::string p = ReadFile(dir + "/port");
-    if (!p.empty()) b.api_port = std::stoi(p);
-  }
-  if (b.api_port == 0) return std::fprintf(stderr, "fake-apiserver did not start: %s\n", api->LogTail().c_str()), 1;
+  FakeApiServer api = StartFakeApiServer(fake, dir, write_latency);
+  if (api.port == 0) return 1;
+  b.api_port = api.port;
   Json seed = Json::array();
   seed.push_back({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "bench"}}}});
   seed.push_back({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "phalanx-system"}}}});
@@ -262,7 +235,7 @@ int Main(int argc, char** argv) {
   if (!Seed(b, seed)) return 1;
   for (int i = 0; i < singles; ++i) {
     std::string body;
-    Api(b.api_port, "GET", fmt::format("/api/v1/namespaces/bench/pods/solo-{:03d}", i), "", &body);
+    ApiRequest(b.api_port, "api-load", "GET", fmt::format("/api/v1/namespaces/bench/pods/solo-{:03d}", i), "", &body);
     auto p = json::Parse(body);
     if (p.ok()) single.pods.push_back(*p);
   }
@@ -273,9 +246,9 @@ int Main(int argc, char** argv) {
                                    "--metrics-addr", "127.0.0.1:0", "--config", config, "--leader-elect=false",
                                    "--read-timeout-seconds", "600"};
   args.insert(args.end(), extra.begin(), extra.end());
-  auto ext = Start("extender", binary, std::move(args), dir);
+  auto ext = StartDaemon("extender", binary, std::move(args), dir);
   const std::regex serving("listen=\"?[0-9.]+:([0-9]+)\"? metrics=\"?[0-9.]+:([0-9]+)");
-  for (auto t0 = Clock::now(); Since(t0) < 120;) {
+  for (auto t0 = Clock::now(); SecondsSince(t0) < 120;) {
     std::smatch m;
     const std::string text = ReadFile(ext->stderr_path()) + ReadFile(ext->stdout_path());
     if (b.port == 0 && std::regex_search(text, m, serving)) {
@@ -304,7 +277,7 @@ int Main(int argc, char** argv) {
   double ungated_s = -1;
   const size_t first = scenario == "held" ? static_cast<size_t>(members - 1) : static_cast<size_t>(members);
   if (!SendBinds(b, "g", first, conns, sent, t0, &ungated_s)) return 1;
-  const double sent_s = Since(t0);
+  const double sent_s = SecondsSince(t0);
   std::atomic<bool> committing{true};
   int rc = 0;
   std::string error;
@@ -312,7 +285,7 @@ int Main(int argc, char** argv) {
     single.Start(b, committing);
     const int ok = ReadAll(conns, &error);
     committing = false;
-    const double all_s = Since(t0);
+    const double all_s = SecondsSince(t0);
     std::printf("gang %d x %d: every gate lifted %.2f s, last bind sent %.2f s, all %d binds answered %.2f s after "
                 "the gang existed (%d with Error \"\")%s%s\n",
                 members, gpus, ungated_s, sent_s, members, all_s, ok, error.empty() ? "" : "; first error: ",
@@ -320,17 +293,17 @@ int Main(int argc, char** argv) {
     rc = ok == members ? 0 : 1;
   } else {
     for (auto w0 = Clock::now(); b.HeldBinds() < static_cast<double>(first);) {
-      if (Since(w0) > 120) return std::fprintf(stderr, "the extender never held %zu binds\n", first), 1;
+      if (SecondsSince(w0) > 120) return std::fprintf(stderr, "the extender never held %zu binds\n", first), 1;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    std::printf("held: %zu binds held %.2f s after the gang existed\n", first, Since(t0));
+    std::printf("held: %zu binds held %.2f s after the gang existed\n", first, SecondsSince(t0));
     const auto r0 = Clock::now();
     if (!SendBinds(b, "g", first + 1, conns, sent, t0, &ungated_s)) return 1;
     single.Start(b, committing);
     const int ok = ReadAll(conns, &error);
     committing = false;
     std::printf("held: last member's bind sent; all %d binds answered within %.2f s (%d with Error \"\")%s%s\n",
-                members, Since(r0), ok, error.empty() ? "" : "; first error: ", error.c_str());
+                members, SecondsSince(r0), ok, error.empty() ? "" : "; first error: ", error.c_str());
     rc = ok == members ? 0 : 1;
   }
   single.Report();

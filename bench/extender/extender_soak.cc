@@ -29,6 +29,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/extender/bench_cluster.h"
+#include "bench/extender/bench_daemons.h"
 #include "bench/extender/bench_http.h"
 #include "tests/e2e/harness/process.h"
 
@@ -38,19 +39,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json::Json;
 
-double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// One request to the fake API server on a fresh connection, as `client` (its User-Agent: the
-// fake counts requests per client).
-int Api(int port, const std::string& client, const std::string& method, const std::string& path,
-        const std::string& body, std::string* out) {
-  Conn c(port);
-  if (!c.ok()) return 0;
-  const std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fake-token\r\n" +
-                          "User-Agent: " + client + "\r\nContent-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body;
-  return c.Call(req, out);
-}
 
 Json Pod(const std::string& name, int gpus, const std::string& node) {
   Json container = {{"name", "main"}, {"image", "registry.invalid/trainer:1.0"}};
@@ -104,7 +93,7 @@ struct Soak {
     const int st = c.Call(Conn::Format("POST", "/v1/filter", "{\"Pod\":" + json::Dump(pod) +
                                                                 ",\"Nodes\":null,\"NodeNames\":" + names + "}"),
                           &body);
-    latency.Add("filter", Since(t0) * 1e3);
+    latency.Add("filter", SecondsSince(t0) * 1e3);
     if (st != 200) return "";
     auto reply = json::Parse(body);
     if (!reply.ok() || !(*reply)["NodeNames"].is_array() || (*reply)["NodeNames"].empty()) return "";
@@ -113,7 +102,7 @@ struct Soak {
   }
   std::vector<Json> ListGang(const std::string& gang) {
     std::string body;
-    if (Api(api_port, "soak-kube-scheduler", "GET",
+    if (ApiRequest(api_port, "soak-kube-scheduler", "GET",
             "/api/v1/namespaces/bench/pods?labelSelector=phalanx.io%2Fgang%3D" + gang, "", &body) != 200) {
       return {};
     }
@@ -131,7 +120,7 @@ struct Soak {
     gangs_started++;
     for (int i = 0; i < members; ++i) {
       std::string body;
-      const int st = Api(api_port, "soak-operator", "POST", "/api/v1/namespaces/bench/pods",
+      const int st = ApiRequest(api_port, "soak-operator", "POST", "/api/v1/namespaces/bench/pods",
                          json::Dump(GangPod(gang, i, gpus, members)), &body);
       if (st / 100 != 2) Error(fmt::format("create {}-{}: HTTP {} {}", gang, i, st, body.substr(0, 200)));
     }
@@ -141,7 +130,7 @@ struct Soak {
     const auto t0 = Clock::now();
     // Once a bind is held, the gang is seen through (held binds are answered only when every
     // member's bind came, or at the gang's timeout); one not admitted yet is given up on stop.
-    while (static_cast<int>(sent.size()) < members && Since(t0) < 100 && !(sent.empty() && stop.load())) {
+    while (static_cast<int>(sent.size()) < members && SecondsSince(t0) < 100 && !(sent.empty() && stop.load())) {
       for (const Json& pod : ListGang(gang)) {
         const std::string name = pod["metadata"]["name"].get<std::string>();
         const bool gated = pod["spec"].contains("schedulingGates") && !pod["spec"]["schedulingGates"].empty();
@@ -170,7 +159,7 @@ struct Soak {
         Error(fmt::format("gang {}: bind answered {}", gang, body.substr(0, 200)));
       }
     }
-    latency.Add("gang admitted to all bound", Since(t0) * 1e3);
+    latency.Add("gang admitted to all bound", SecondsSince(t0) * 1e3);
     // Whole or nothing: after the barrier every member is bound, or (a failed barrier) none.
     int bound = 0;
     const auto pods = ListGang(gang);
@@ -184,19 +173,19 @@ struct Soak {
       Error(fmt::format("gang {}: {} of {} members bound ({} binds answered OK, {} sent)", gang, bound, pods.size(), ok,
                         sent.size()));
     }
-    for (auto t1 = Clock::now(); Since(t1) < run_s && !stop.load();) {
+    for (auto t1 = Clock::now(); SecondsSince(t1) < run_s && !stop.load();) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     // The operator deletes the pods (bound pods go Terminating: they still hold their GPUs),
     // then the kubelet, once the containers stopped, removes them (grace period 0).
     for (const Json& pod : pods) {
       std::string body;
-      Api(api_port, "soak-operator", "DELETE",
+      ApiRequest(api_port, "soak-operator", "DELETE",
           "/api/v1/namespaces/bench/pods/" + pod["metadata"]["name"].get<std::string>(), "", &body);
     }
     for (const Json& pod : pods) {
       std::string body;
-      Api(api_port, "soak-kubelet", "DELETE",
+      ApiRequest(api_port, "soak-kubelet", "DELETE",
           "/api/v1/namespaces/bench/pods/" + pod["metadata"]["name"].get<std::string>() + "?gracePeriodSeconds=0", "",
           &body);
     }
@@ -209,19 +198,10 @@ long RssKb(pid_t pid, const char* field) {
   return at == std::string::npos ? -1 : std::atol(status.c_str() + at + std::strlen(field) + 1);
 }
 
-std::unique_ptr<e2e::Process> Start(const std::string& name, const std::string& binary, std::vector<std::string> args,
-                                    const std::string& dir) {
-  auto p = e2e::Process::Start({.name = name, .binary = binary, .args = std::move(args), .env = {}, .log_dir = dir});
-  if (!p.ok()) {
-    std::fprintf(stderr, "%s: %s\n", name.c_str(), p.status().message().c_str());
-    std::exit(1);
-  }
-  return std::move(*p);
-}
 
 bool Seed(int port, const Json& items) {
   std::string body;
-  const int st = Api(port, "soak-seed", "POST", "/fake/seed", json::Dump(items), &body);
+  const int st = ApiRequest(port, "soak-seed", "POST", "/fake/seed", json::Dump(items), &body);
   if (st / 100 != 2) std::fprintf(stderr, "seed: HTTP %d %s\n", st, body.substr(0, 300).c_str());
   return st / 100 == 2;
 }
@@ -251,16 +231,9 @@ int Main(int argc, char** argv) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("extender-soak-" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(dir);
   Soak s;
-  auto api = Start("fake-apiserver", fake,
-                   {"--port-file", dir + "/port", "--write-kubeconfig", dir + "/kubeconfig", "--write-latency-ms",
-                    std::to_string(write_latency)},
-                   dir);
-  for (auto t0 = Clock::now(); s.api_port == 0 && Since(t0) < 60;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const std::string p = ReadFile(dir + "/port");
-    if (!p.empty()) s.api_port = std::stoi(p);
-  }
-  if (s.api_port == 0) return std::fprintf(stderr, "fake-apiserver did not start: %s\n", api->LogTail().c_str()), 1;
+  FakeApiServer api = StartFakeApiServer(fake, dir, write_latency);
+  if (api.port == 0) return 1;
+  s.api_port = api.port;
 
   // The cluster: nodes, then GPU pods bound to the first nodes (8 per node: those nodes are
   // full) and CPU-only pods, seeded in batches. The gangs run on the nodes left free.
@@ -284,7 +257,7 @@ int Main(int argc, char** argv) {
   }
   const int free_nodes = nodes - (gpu_pods + 7) / 8;
   std::printf("cluster: %d DGX H100 nodes (%d free), %d pods (%d bound 1-GPU, %d CPU-only), seeded in %.1f s\n", nodes,
-              free_nodes, pods, gpu_pods, pods - gpu_pods, Since(seed0));
+              free_nodes, pods, gpu_pods, pods - gpu_pods, SecondsSince(seed0));
   s.names = "[";
   for (int i = 0; i < nodes; ++i) s.names += (i ? ",\"" : "\"") + NodeName(i) + "\"";
   s.names += "]";
@@ -295,10 +268,10 @@ int Main(int argc, char** argv) {
                                    "127.0.0.1:0", "--config", config, "--leader-elect=false"};
   args.insert(args.end(), extra.begin(), extra.end());
   const auto start0 = Clock::now();
-  auto ext = Start("extender", binary, std::move(args), dir);
+  auto ext = StartDaemon("extender", binary, std::move(args), dir);
   const std::regex serving("listen=\"?[0-9.]+:([0-9]+)\"? metrics=\"?[0-9.]+:([0-9]+)");
   bool ready = false;
-  while (!ready && Since(start0) < 300) {
+  while (!ready && SecondsSince(start0) < 300) {
     std::smatch m;
     const std::string text = ReadFile(ext->stderr_path()) + ReadFile(ext->stdout_path());
     if (s.port == 0 && std::regex_search(text, m, serving)) {
@@ -313,12 +286,12 @@ int Main(int argc, char** argv) {
     if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (!ready) return std::fprintf(stderr, "extender not ready:\n%s\n", ext->LogTail().c_str()), 1;
-  std::printf("extender ready %.1f s after start (informers synced); RSS %ld MB (peak %ld MB)\n", Since(start0),
+  std::printf("extender ready %.1f s after start (informers synced); RSS %ld MB (peak %ld MB)\n", SecondsSince(start0),
               RssKb(ext->pid(), "VmRSS:") / 1024, RssKb(ext->pid(), "VmHWM:") / 1024);
   std::string counts_body;
-  Api(s.api_port, "soak-driver", "GET", "/fake/request-counts", "", &counts_body);
+  ApiRequest(s.api_port, "soak-driver", "GET", "/fake/request-counts", "", &counts_body);
   std::printf("API requests until ready (by client): %s\n", counts_body.c_str());
-  Api(s.api_port, "soak-driver", "DELETE", "/fake/request-counts", "", &counts_body);
+  ApiRequest(s.api_port, "soak-driver", "DELETE", "/fake/request-counts", "", &counts_body);
 
   // The churn: --gangs workers, each creating, binding, running and deleting gangs; a probe.
   std::atomic<bool> stop{false};
@@ -341,17 +314,17 @@ int Main(int argc, char** argv) {
       if (c.Call(Conn::Format("POST", "/v1/filter", body), &reply) != 200 || reply.find("\"NodeNames\":[\"") == std::string::npos) {
         if (s.probe_errors++ == 0) s.Error("probe filter: " + reply.substr(0, 200));
       }
-      s.latency.Add("probe filter (1 GPU)", Since(t0) * 1e3);
+      s.latency.Add("probe filter (1 GPU)", SecondsSince(t0) * 1e3);
       t0 = Clock::now();
       if (c.Call(Conn::Format("POST", "/v1/prioritize", body), &reply) != 200 || reply.find("\"Score\"") == std::string::npos) {
         if (s.probe_errors++ == 0) s.Error("probe prioritize: " + reply.substr(0, 200));
       }
-      s.latency.Add("probe prioritize (1 GPU)", Since(t0) * 1e3);
+      s.latency.Add("probe prioritize (1 GPU)", SecondsSince(t0) * 1e3);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
   long peak_rss = 0;
-  while (Since(churn0) < seconds) {
+  while (SecondsSince(churn0) < seconds) {
     std::this_thread::sleep_for(std::chrono::seconds(std::min(10, std::max(1, seconds / 10))));
     const long rss = RssKb(ext->pid(), "VmRSS:");
     peak_rss = std::max(peak_rss, rss);
@@ -359,14 +332,14 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "the extender exited:\n%s\n", ext->LogTail().c_str());
       break;
     }
-    std::printf("%5.0f s: %d gangs bound, %d half-bound, %d bind errors; extender RSS %ld MB\n", Since(churn0),
+    std::printf("%5.0f s: %d gangs bound, %d half-bound, %d bind errors; extender RSS %ld MB\n", SecondsSince(churn0),
                 s.gangs_bound.load(), s.half_bound.load(), s.bind_errors.load(), rss / 1024);
     std::fflush(stdout);
   }
   stop = true;
   for (auto& t : workers) t.join();
-  const double churn_s = Since(churn0);
-  Api(s.api_port, "soak-driver", "GET", "/fake/request-counts", "", &counts_body);
+  const double churn_s = SecondsSince(churn0);
+  ApiRequest(s.api_port, "soak-driver", "GET", "/fake/request-counts", "", &counts_body);
 
   std::printf("\n== API requests during the churn (%.0f s), per second, by client / verb / resource\n", churn_s);
   auto counts = json::Parse(counts_body);
@@ -402,7 +375,7 @@ int Main(int argc, char** argv) {
               pass ? "PASS" : "FAIL", max_rss_mb);
   if (!pass) std::printf("extender log tail:\n%s\n", ext->LogTail(3000).c_str());
   ext->Stop();
-  api->Stop();
+  api.process->Stop();
   std::filesystem::remove_all(dir);
   return pass ? 0 : 1;
 }

@@ -1,0 +1,67 @@
+// The extender load drivers' daemons: started with the tests' process runner (own process
+// group, logs in <dir>/<name>.out/.err, stopped on scope exit), and the fake API server
+// reached over plain HTTP. Header-only bench code.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/extender/bench_http.h"
+#include "tests/e2e/harness/process.h"
+
+namespace phalanx::extender::bench {
+
+inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Exits the bench if the daemon cannot start.
+inline std::unique_ptr<e2e::Process> StartDaemon(const std::string& name, const std::string& binary,
+                                                 std::vector<std::string> args, const std::string& dir) {
+  auto p = e2e::Process::Start({.name = name, .binary = binary, .args = std::move(args), .env = {}, .log_dir = dir});
+  if (!p.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), p.status().message().c_str());
+    std::exit(1);
+  }
+  return std::move(*p);
+}
+
+struct FakeApiServer {
+  std::unique_ptr<e2e::Process> process;
+  int port = 0;  // 0: it did not start within a minute
+};
+
+// The fake API server with its kubeconfig at <dir>/kubeconfig, `write_latency_ms` per write.
+inline FakeApiServer StartFakeApiServer(const std::string& binary, const std::string& dir, int write_latency_ms) {
+  FakeApiServer api;
+  api.process = StartDaemon("fake-apiserver", binary,
+                            {"--port-file", dir + "/port", "--write-kubeconfig", dir + "/kubeconfig",
+                             "--write-latency-ms", std::to_string(write_latency_ms)},
+                            dir);
+  for (auto t0 = std::chrono::steady_clock::now(); api.port == 0 && SecondsSince(t0) < 60;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::string p = ReadFile(dir + "/port");
+    if (!p.empty()) api.port = std::stoi(p);
+  }
+  if (api.port == 0) std::fprintf(stderr, "fake-apiserver did not start: %s\n", api.process->LogTail().c_str());
+  return api;
+}
+
+// One request to the fake API server on a fresh connection, as `client` (its User-Agent: the
+// fake counts requests per client); the status (0: no connection), the body in *out.
+inline int ApiRequest(int port, const std::string& client, const std::string& method, const std::string& path,
+                      const std::string& body, std::string* out) {
+  Conn c(port);
+  if (!c.ok()) return 0;
+  const std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fake-token\r\n" +
+                          "User-Agent: " + client + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  return c.Call(req, out);
+}
+
+}  // namespace phalanx::extender::bench
