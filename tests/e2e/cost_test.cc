@@ -154,5 +154,44 @@ TEST(E2eCost, TrainingJobStatusShowsGpuHoursIdleGpuHoursAndCostAndReportShowsThe
   EXPECT_NE(table.find(fmt::format("{:.2f}", held * kSpotPerGpuSecond)), std::string::npos) << table;
 }
 
+
+// The same chain with nobody playing a part: the device plugin samples the fake NVML (every GPU
+// of the node at 2 % SM), finds the TrainingJob's pod idle after its window, writes
+// phalanx.io/idle-since; the operator counts the idle GPU-seconds from it and prices them, and
+// `phalanx report` shows the team's idle GPU-hours.
+TEST(E2eCost, IdleGpusTheDevicePluginFindsShowInTheJobStatusAndTheReport) {
+  TempDir scratch;
+  const std::string prices = scratch.path() + "/prices.json";
+  ASSERT_TRUE(WriteFile(prices, kPrices));
+  auto cluster = StartCluster({.nodes = {{.name = "node-a", .sm_percent = 2}},
+                               .extra_operator_args = {"--price-table", prices, "--usage-update-seconds", "10"},
+                               .extra_device_plugin_args = {"--utilisation-interval", "1", "--idle-window", "3"}});
+  ASSERT_TRUE(cluster);
+  auto& client = cluster->client();
+  JobShape shape{.name = "quiet", .replicas = 1, .gpus_per_replica = 8, .priority_class = "phalanx-spot"};
+  ASSERT_TRUE(client.Create(kTrainingJobs, cluster->ns(), TrainingJob(shape)).ok());
+  const std::string selector = "phalanx.io/job-name=quiet";
+  std::string idle_since;
+  ASSERT_TRUE(PollUntil([&] {
+    for (const auto& p : ListPods(client, cluster->ns(), selector)) {
+      if (Phase(p) == "Running") idle_since = Annotation(p, "phalanx.io/idle-since");
+    }
+    return !idle_since.empty();
+  })) << cluster->Diagnostics();
+  Json job;
+  ASSERT_TRUE(PollUntil([&] {
+    job = GetOrNull(client, kTrainingJobs, cluster->ns(), "quiet");
+    return Num(Usage(job), "idleGpuSeconds") > 0;
+  })) << job.dump() << cluster->Diagnostics();
+  const Json& u = Usage(job);
+  EXPECT_EQ(u["idlePods"].value("quiet-a1-0", ""), idle_since) << u.dump();
+  EXPECT_LE(Num(u, "idleGpuSeconds"), Num(u, "gpuSeconds")) << u.dump();
+  EXPECT_NEAR(Num(u, "idleCost"), Num(u, "idleGpuSeconds") * kSpotPerGpuSecond, 1e-9) << u.dump();
+  auto rep = json::Parse(RunReport(*cluster, "--json"));
+  ASSERT_TRUE(rep.ok());
+  ASSERT_EQ((*rep)["namespaces"].size(), 1u);
+  EXPECT_GT((*rep)["namespaces"][0]["idleGpuHours"].get<double>(), 0) << rep->dump();
+}
+
 }  // namespace
 }  // namespace phalanx::e2e

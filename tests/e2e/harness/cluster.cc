@@ -184,6 +184,7 @@ Status Cluster::StartNode(Node& node, size_t index) {
     if (uuid.size() >= 28) uuid.replace(23, 4, fmt::format("{:04x}", 0xe000 + index));
     gpu["uuid"] = uuid;
     node.uuids.push_back(uuid);
+    if (node.spec.sm_percent) gpu["utilisation"] = {{"curve", "constant"}, {"sm", *node.spec.sm_percent}};
     if (gpu.contains("migDevices")) {
       for (auto& mig : gpu["migDevices"]) {
         std::string m = mig["uuid"].get<std::string>();
@@ -202,16 +203,18 @@ Status Cluster::StartNode(Node& node, size_t index) {
   node.kubelet = std::move(kubelet).value();
   node.metrics_port = FreePort();
   Status error;
+  std::vector<std::string> plugin_args = {"--kubelet-dir", node.dir + "/kubelet",
+                                          "--pod-resources-socket", node.kubelet->pod_resources_socket(),
+                                          "--nvml-library", BinaryPath("tests/fakes/nvml/libnvidia-ml.so.1"),
+                                          "--node-name", node.spec.name,
+                                          "--kubeconfig", kubeconfig_,
+                                          "--metrics-addr", fmt::format("127.0.0.1:{}", node.metrics_port),
+                                          "--lock-file", node.dir + "/device-plugin.lock",
+                                          "--publish-interval", "1",
+                                          "--kubelet-poll-ms", "50"};
+  for (const auto& a : options_.extra_device_plugin_args) plugin_args.push_back(a);
   node.plugin = Launch("device-plugin-" + node.spec.name, BinaryPath("device-plugin/phalanx-device-plugin"),
-                       {"--kubelet-dir", node.dir + "/kubelet",
-                        "--pod-resources-socket", node.kubelet->pod_resources_socket(),
-                        "--nvml-library", BinaryPath("tests/fakes/nvml/libnvidia-ml.so.1"),
-                        "--node-name", node.spec.name,
-                        "--kubeconfig", kubeconfig_,
-                        "--metrics-addr", fmt::format("127.0.0.1:{}", node.metrics_port),
-                        "--lock-file", node.dir + "/device-plugin.lock",
-                        "--publish-interval", "1",
-                        "--kubelet-poll-ms", "50"},
+                       std::move(plugin_args),
                        {{"FAKE_NVML_MACHINE", node.machine_file}, {"FAKE_NVML_EVENTS", node.events_file}}, &error);
   if (!node.plugin) return error;
   // Registered (the plugin's gRPC server answers kubelet's dial), or the plugin died.

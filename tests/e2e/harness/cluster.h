@@ -32,6 +32,9 @@ namespace phalanx::e2e {
 struct NodeSpec {
   std::string name;
   std::string machine = "dgx-h100";  // tests/fakes/nvml/machines/<machine>.json
+  // Every GPU of the node runs at this SM utilisation (the fake NVML's constant curve);
+  // unset: as the machine file says.
+  std::optional<double> sm_percent;
 };
 
 struct ClusterOptions {
@@ -41,6 +44,7 @@ struct ClusterOptions {
   std::string namespace_ = "ml";
   std::vector<std::string> extra_extender_args;
   std::vector<std::string> extra_operator_args;
+  std::vector<std::string> extra_device_plugin_args;
   // The operator's progress endpoint (--progress-addr) on a free port; off by default.
   bool progress_endpoint = false;
   // What the workers write as their termination message when stopped (KubeletDriverOptions);
