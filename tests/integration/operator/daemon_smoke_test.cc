@@ -2,8 +2,6 @@
 // /metrics, and a clean exit on SIGTERM, against the in-process fake API server.
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,9 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/e2e/harness/process.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
-
-extern char** environ;
 
 namespace phalanx::op {
 namespace {
@@ -74,13 +71,11 @@ TEST(DaemonSmokeTest, RunsJobsServesMetricsAndExitsOnSigterm) {
   const std::string binary = std::string(PHALANX_TEST_BINARY_DIR) + "/operator/phalanx-operator";
   const uint16_t port = FreePort();
   const std::string metrics = "--metrics-addr=127.0.0.1:" + std::to_string(port);
-  std::vector<std::string> args = {binary, "--kubeconfig", kubeconfig, metrics, "--progress-addr=127.0.0.1:0",
-                                   "--log-format", "json"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+  auto op = e2e::Process::Start({.name = "operator-smoke", .binary = binary,
+                                 .args = {"--kubeconfig", kubeconfig, metrics, "--progress-addr=127.0.0.1:0",
+                                          "--log-format", "json"},
+                                 .env = {}, .log_dir = dir});
+  ASSERT_TRUE(op.ok()) << op.status();
 
   ASSERT_TRUE((*server)->Create("trainingjobs.phalanx.io", json::Json::parse(R"({"apiVersion":"phalanx.io/v1alpha1",
     "kind":"TrainingJob","metadata":{"name":"smoke","namespace":"ml"},
@@ -95,11 +90,7 @@ TEST(DaemonSmokeTest, RunsJobsServesMetricsAndExitsOnSigterm) {
   })) << body;
   EXPECT_NE(body.find("phalanx_operator_reconcile_total"), std::string::npos);
 
-  kill(pid, SIGTERM);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ((*op)->Stop(), 0) << (*op)->LogTail();  // SIGTERM: a clean exit
 }
 
 // Configuration is checked at start: a malformed price table is exit code 2 with the field named,
@@ -125,23 +116,11 @@ TEST(DaemonSmokeTest, MalformedPriceTableExitsTwoNamingTheField) {
       << out;
 }
 
-pid_t SpawnOperator(const std::vector<std::string>& extra) {
-  const std::string binary = std::string(PHALANX_TEST_BINARY_DIR) + "/operator/phalanx-operator";
-  std::vector<std::string> args = {binary};
-  args.insert(args.end(), extra.begin(), extra.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return -1;
-  return pid;
-}
-
-int StopAndWait(pid_t pid) {
-  kill(pid, SIGTERM);
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
+std::unique_ptr<e2e::Process> SpawnOperator(const std::string& name, const std::vector<std::string>& args) {
+  auto p = e2e::Process::Start({.name = name,
+                                .binary = std::string(PHALANX_TEST_BINARY_DIR) + "/operator/phalanx-operator",
+                                .args = args, .env = {}, .log_dir = ::testing::TempDir()});
+  return p.ok() ? std::move(*p) : nullptr;
 }
 
 std::string LeaseHolder(fa::FakeApiServer& server) {
@@ -168,17 +147,17 @@ TEST(DaemonSmokeTest, LeaderElectionHandsOverWithoutDuplicates) {
                                     "phalanx-system", "--metrics-addr=127.0.0.1:" + std::to_string(port),
                                     "--progress-addr=127.0.0.1:0", "--log-format", "json"};
   };
-  const pid_t first = SpawnOperator(flags(FreePort()));
-  ASSERT_GT(first, 0);
+  auto first = SpawnOperator("operator-le-first", flags(FreePort()));
+  ASSERT_TRUE(first);
   std::string holder;
   ASSERT_TRUE(WaitUntil([&] { return !(holder = LeaseHolder(**server)).empty(); })) << "the first replica never led";
-  const pid_t second = SpawnOperator(flags(FreePort()));
-  ASSERT_GT(second, 0);
+  auto second = SpawnOperator("operator-le-second", flags(FreePort()));
+  ASSERT_TRUE(second);
   ASSERT_TRUE((*server)->Create("trainingjobs.phalanx.io", SmallJob("one")).ok());
   EXPECT_TRUE((*server)->WaitForCount("pods", "ml", "phalanx.io/job-name=one", 3, std::chrono::seconds(30)).ok());
   EXPECT_EQ(LeaseHolder(**server), holder) << "the standby took the Lease from a healthy leader";
 
-  EXPECT_EQ(StopAndWait(first), 0);
+  EXPECT_EQ(first->Stop(), 0) << first->LogTail();
   std::string successor;
   EXPECT_TRUE(WaitUntil([&] {
     successor = LeaseHolder(**server);
@@ -187,7 +166,7 @@ TEST(DaemonSmokeTest, LeaderElectionHandsOverWithoutDuplicates) {
   ASSERT_TRUE((*server)->Create("trainingjobs.phalanx.io", SmallJob("two")).ok());
   EXPECT_TRUE((*server)->WaitForCount("pods", "ml", "phalanx.io/job-name=two", 3, std::chrono::seconds(30)).ok());
   EXPECT_EQ((*server)->List("pods", "ml", "phalanx.io/job-name=one")->size(), 3u) << "pods created twice";
-  EXPECT_EQ(StopAndWait(second), 0);
+  EXPECT_EQ(second->Stop(), 0) << second->LogTail();
 }
 
 }  // namespace
