@@ -45,6 +45,25 @@ Result<double> PriceByModel(const Json& by_model, const std::string& path, const
   return total;
 }
 
+// The one GPU model a simulator report's per-tier gpuHoursByModel names ("" when none or
+// several): a single-model cluster's allocated columns are then priced as that model.
+std::string OnlyModel(const Json& policies) {
+  std::string only;
+  for (const Json& p : policies) {
+    const Json* tiers = p.is_object() ? json::Member(p, "tiers") : nullptr;
+    if (tiers == nullptr || !tiers->is_array()) continue;
+    for (const Json& t : *tiers) {
+      const Json* by_model = t.is_object() ? json::Member(t, "gpuHoursByModel") : nullptr;
+      if (by_model == nullptr || !by_model->is_object()) continue;
+      for (auto it = by_model->begin(); it != by_model->end(); ++it) {
+        if (!only.empty() && only != it.key()) return "";
+        only = it.key();
+      }
+    }
+  }
+  return only;
+}
+
 }  // namespace
 
 Result<SimCostReport> PriceSimReport(const Json& report, const cost::PriceTable& prices, const std::string& gpu_model) {
@@ -60,8 +79,8 @@ Result<SimCostReport> PriceSimReport(const Json& report, const cost::PriceTable&
   if (const Json* n = json::Member(*cluster, "name"); n != nullptr && n->is_string()) out.cluster = n->get<std::string>();
   PHX_ASSIGN_OR_RETURN(double gpus, Number(*cluster, "gpus", "cluster", true));
   out.currency = prices.currency;
-  out.gpu_model = gpu_model;
-  out.hourly = prices.Base(gpu_model);
+  out.gpu_model = gpu_model.empty() ? OnlyModel(*policies) : gpu_model;
+  out.hourly = prices.Base(out.gpu_model);
   for (size_t i = 0; i < policies->size(); ++i) {
     const Json& p = (*policies)[i];
     const std::string path = fmt::format("policies[{}]", i);

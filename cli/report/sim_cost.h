@@ -9,7 +9,8 @@
 // `lostGpuHoursByModel` is priced per GPU model (its node groups' gpuModel; `gpu_model` is then
 // unused), with the same formula as the simulator's own `--prices` figures, which it therefore
 // reproduces when given the same table (the report carries it as "prices": ReportFromSim uses it
-// when no --prices is given). Pure; thread-compatible.
+// when no --prices is given). Without `gpu_model`, a report whose per-model hours name a single
+// model prices its allocated columns as that model. Pure; thread-compatible.
 #pragma once
 
 #include <string>

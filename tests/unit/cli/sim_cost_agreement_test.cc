@@ -58,3 +58,29 @@ TEST(SimCostAgreementTest, ReportFromSimAgreesWithTheSimulatorsOwnCost) {
 
 }  // namespace
 }  // namespace phalanx::cli
+
+namespace phalanx::cli {
+namespace {
+
+TEST(SimCostAgreementTest, ASingleModelReportPricesItsAllocatedColumnsAsThatModel) {
+  auto prices = cost::ParsePriceTableText(R"({"currency": "USD", "gpuHourly": {"H100": 2.5}, "defaultGpuHourly": 2})");
+  ASSERT_TRUE(prices.ok());
+  json::Json report = {{"cluster", {{"name", "c"}, {"gpus", 8}}},
+                       {"policies",
+                        {{{"policy", "phalanx"}, {"makespanSeconds", 3600}, {"gpuAllocation", 1},
+                          {"tiers", {{{"tier", "standard"}, {"lostGpuHours", 0}, {"gpuHours", 8},
+                                      {"gpuHoursByModel", {{"H100", 8}}}, {"lostGpuHoursByModel", json::Json::object()}}}}}}}};
+  auto r = PriceSimReport(report, *prices, "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->gpu_model, "H100");
+  EXPECT_DOUBLE_EQ(r->policies[0].allocated_cost, 8 * 2.5);
+  EXPECT_DOUBLE_EQ(r->policies[0].tier_cost, 8 * 2.5);
+  // Asked for another model: the allocated columns follow the flag, the per-tier cost does not.
+  auto other = PriceSimReport(report, *prices, "A100");
+  ASSERT_TRUE(other.ok());
+  EXPECT_DOUBLE_EQ(other->policies[0].allocated_cost, 8 * 2.0);
+  EXPECT_DOUBLE_EQ(other->policies[0].tier_cost, 8 * 2.5);
+}
+
+}  // namespace
+}  // namespace phalanx::cli
