@@ -5,6 +5,7 @@
 //   phalanx report                           # all namespaces, current kubeconfig context
 //   phalanx report -n team-a --json
 //   phalanx report --from-sim report.json --prices prices.json --gpu-model NVIDIA-H100-80GB-HBM3
+//   phalanx report --from-sim priced.json      # priced by `phalanx simulate --prices`: its own table
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,7 +20,7 @@
 #include "core/kube/client.h"
 #include "core/kube/config.h"
 #include "core/kube/resource.h"
-#include "operator/cost/price_table.h"
+#include "core/cost/price_table.h"
 
 namespace phalanx::cli {
 namespace {
@@ -52,17 +53,26 @@ Result<std::string> ReadText(const std::string& path) {
 }
 
 int ReportFromSim(const ReportFlags& f) {
-  if (f.prices.empty()) {
-    return Error("--from-sim needs --prices FILE (the chart's price table: the operator's prices.json)", 2);
-  }
-  auto price_text = ReadText(f.prices);
-  if (!price_text.ok()) return Error(fmt::format("--prices {}", price_text.status().message()));
-  auto prices = op::ParsePriceTableText(*price_text);
-  if (!prices.ok()) return Error(fmt::format("--prices {}: {}", f.prices, prices.status().message()));
   auto text = ReadText(f.from_sim);
   if (!text.ok()) return Error(fmt::format("--from-sim {}", text.status().message()));
   auto doc = json::Parse(*text);
   if (!doc.ok()) return Error(fmt::format("--from-sim {}: not JSON: {}", f.from_sim, doc.status().message()));
+  // Without --prices, the table the simulator priced the run with (`phalanx simulate --prices`).
+  Result<cost::PriceTable> prices = InvalidArgumentError("no price table");
+  if (!f.prices.empty()) {
+    auto price_text = ReadText(f.prices);
+    if (!price_text.ok()) return Error(fmt::format("--prices {}", price_text.status().message()));
+    prices = cost::ParsePriceTableText(*price_text);
+    if (!prices.ok()) return Error(fmt::format("--prices {}: {}", f.prices, prices.status().message()));
+  } else if (const json::Json* embedded = doc->is_object() ? json::Member(*doc, "prices") : nullptr) {
+    prices = cost::ParsePriceTable(*embedded, "prices");
+    if (!prices.ok()) return Error(fmt::format("--from-sim {}: {}", f.from_sim, prices.status().message()));
+  } else {
+    return Error(
+        "--from-sim needs --prices FILE (the chart's price table: the operator's prices.json) unless the report was "
+        "priced by `phalanx simulate --prices`",
+        2);
+  }
   auto priced = PriceSimReport(*doc, *prices, f.gpu_model);
   if (!priced.ok()) return Error(fmt::format("--from-sim {}: {}", f.from_sim, priced.status().message()));
   if (f.json) {
@@ -112,7 +122,7 @@ void RegisterReportCommand(CommandRegistry& registry) {
             app.add_flag("--json", flags->json, "Print JSON instead of tables");
             app.add_option("--from-sim", flags->from_sim,
                            "Price a simulator report (phalanx simulate --report FILE or --json) instead of reading the cluster; - = stdin");
-            app.add_option("--prices", flags->prices, "Price table JSON for --from-sim (the chart's cost values, as the operator reads them)");
+            app.add_option("--prices", flags->prices, "Price table JSON for --from-sim (the chart's cost values, as the operator reads them; default: the table the report was priced with by phalanx simulate --prices)");
             app.add_option("--gpu-model", flags->gpu_model,
                            "GPU model to price the simulated cluster's GPUs as (a gpuHourly key; default: defaultGpuHourly)");
           },

@@ -169,6 +169,20 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
     return tj ? tj->notice_seconds_needed : 0;
   }
 
+  // Idle victims first: every member holding GPUs carries phalanx.io/idle-since.
+  bool IsIdle(const GangKey& running) const override {
+    const GangRecord* g = ext_.ledger_.FindGang(running);
+    if (g == nullptr) return false;
+    int holding = 0;
+    for (const PodUid& uid : g->members) {
+      const PodRecord* rec = ext_.ledger_.FindPod(uid);
+      if (rec == nullptr || rec->holding == Holding::kNone) continue;
+      if (!rec->info.idle_since) return false;
+      ++holding;
+    }
+    return holding > 0;
+  }
+
  private:
   Extender& ext_;
   std::shared_lock<std::shared_mutex>& shared_;

@@ -222,6 +222,9 @@ Result<PodInfo> ParsePod(const Json& pod) {
   info.gang_timeout_seconds = PositiveIntAnnotation(annotations, kGangTimeoutAnnotation);
   info.topology_level = StringField(annotations, kTopologyAnnotation).value_or("");
   info.topology_required = StringField(annotations, kTopologyModeAnnotation).value_or("") == "required";
+  if (auto idle = StringField(annotations, kIdleSinceAnnotation)) {
+    if (auto parsed = ParseRfc3339(*idle); parsed.ok()) info.idle_since = *parsed;  // broken: not idle
+  }
   if (auto devices = StringField(annotations, kDevicesAnnotation)) {
     auto parsed = ParseDeviceAssignment(*devices);
     if (parsed.ok()) info.devices = std::move(*parsed);  // a broken annotation is ignored, not fatal

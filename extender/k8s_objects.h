@@ -34,6 +34,8 @@ inline constexpr std::string_view kTopologyModeAnnotation = "phalanx.io/topology
 inline constexpr std::string_view kDevicesAnnotation = "phalanx.io/devices";
 inline constexpr std::string_view kGpuStateAnnotation = "phalanx.io/gpu-state";
 inline constexpr std::string_view kPreemptRequestAnnotation = "phalanx.io/preempt-request";
+// Written by the device plugin on a pod whose GPUs stayed idle (docs/device-plugin.md "Utilisation").
+inline constexpr std::string_view kIdleSinceAnnotation = "phalanx.io/idle-since";
 inline constexpr std::string_view kProductLabel = "phalanx.io/gpu.product";
 inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
 
@@ -95,6 +97,9 @@ struct PodInfo {
   // For PodDisruptionBudgets: labels, and the Ready condition (false without a status).
   std::map<std::string, std::string, std::less<>> labels;
   bool ready = false;
+  // phalanx.io/idle-since (RFC 3339): its GPUs idle since then; nullopt = busy, unknown or
+  // an unparsable value. Idle victims first (TierPolicy::idle_victims_first) reads it.
+  std::optional<SystemTime> idle_since;
 
   std::string Key() const { return ns + "/" + name; }
   GangKey Gang() const { return GangKey(ns + "/" + gang); }

@@ -22,7 +22,10 @@ echo "== Philly slice (2,000 jobs, Microsoft Philly via Pollux; see sim/data/REA
 echo
 echo "== Synthetic gang mix (400 jobs with tiers and checkpoints) =="
 "$phalanx" simulate --cluster "$data/demo-cluster.yaml" --trace "$data/gang-mix.csv" --trace-format phalanx \
-  --policy all --seed 1 --report "$out/gang-mix.json" --html "$out/gang-mix.html"
+  --policy all --seed 1 --prices "$data/prices.json" --report "$out/gang-mix.json" --html "$out/gang-mix.html"
+echo
+echo "== Cost of the gang mix per policy and tier (sim/data/prices.json; phalanx report --from-sim) =="
+"$phalanx" report --from-sim "$out/gang-mix.json"
 echo
 echo "== LLM-era workload (10,000 jobs on 864 nodes / 6,528 GPUs of three models; sim/data/README.md) =="
 "$phalanx" simulate --cluster "$data/llm-cluster.yaml" --trace "$data/llm-mix.csv" --trace-format phalanx \

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "operator/cost/price_table.h"
+#include "core/cost/price_table.h"
 
 namespace phalanx::cli {
 
@@ -37,7 +37,7 @@ Result<JobUsageRow> Row(const Json& item) {
   r.ns = StringAt(item, {"metadata", "namespace"});
   r.name = StringAt(item, {"metadata", "name"});
   r.queue = StringAt(item, {"metadata", "labels", kQueueLabel});
-  r.tier = op::TierOf(StringAt(item, {"spec", "scheduling", "priorityClassName"}), std::nullopt);
+  r.tier = cost::TierOf(StringAt(item, {"spec", "scheduling", "priorityClassName"}), std::nullopt);
   r.phase = StringAt(item, {"status", "phase"});
   const Json* status = json::Member(item, "status");
   const Json* usage = status != nullptr ? json::Member(*status, "usage") : nullptr;

@@ -124,6 +124,10 @@ class EngineDriver {
   // Seconds it needs to checkpoint on notice (TrainingJob checkpoint.flushSeconds); 0 =
   // it cannot, only immediate eviction.
   virtual double NoticeSeconds(const GangKey& /*running*/) const { return 0; }
+  // Whether every member of a running gang is idle (the device plugin's
+  // phalanx.io/idle-since on each pod). Asked only for victims whose tier sets
+  // idleVictimsFirst (TierPolicy::idle_victims_first); false = busy or unknown.
+  virtual bool IsIdle(const GangKey& /*running*/) const { return false; }
 };
 
 // A pool's head and what it was promised (debug state, explain).

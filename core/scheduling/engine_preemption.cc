@@ -124,6 +124,8 @@ Result<PricedPreemption> Engine::QuotePreemption(const GangRequest& g, double ex
     f.pods = c.pods.empty() ? r->pods : c.pods;
     f.gpu_seconds_at_risk = driver.GpuSecondsAtRisk(c.key);
     f.notice_s = driver.NoticeSeconds(c.key);
+    // Asked only where it matters: the driver reads pod annotations to answer.
+    f.idle = policy_.TierOf(f.priority).idle_victims_first && driver.IsIdle(c.key);
     f.expected_wait_s = ExpectedWaitForFootprint(*r, g, ctx);
     // Past its expected end nobody knows when it ends: assume another expected run (the
     // forecast's "ends any moment" would make every such victim worthless to preempt).

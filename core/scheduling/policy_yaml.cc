@@ -44,7 +44,7 @@ Status Read(const YAML::Node& node, std::string_view key, std::string_view where
 Status ReadTier(const YAML::Node& node, std::string_view where, TierPolicy* t) {
   static const Keys kTierKeys = {"name", "priority", "weight", "targetWaitSeconds", "minRunSeconds",
                                  "maxPreemptionsPerDay", "reserveAfterSeconds", "defaultDurationSeconds",
-                                 "preemptibleBackfill"};
+                                 "preemptibleBackfill", "idleVictimsFirst"};
   PHX_RETURN_IF_ERROR(CheckKeys(node, kTierKeys, where));
   PHX_RETURN_IF_ERROR(Read(node, "priority", where, &t->priority));
   PHX_RETURN_IF_ERROR(Read(node, "weight", where, &t->weight));
@@ -54,6 +54,7 @@ Status ReadTier(const YAML::Node& node, std::string_view where, TierPolicy* t) {
   PHX_RETURN_IF_ERROR(Read(node, "reserveAfterSeconds", where, &t->reserve_after_s));
   PHX_RETURN_IF_ERROR(Read(node, "defaultDurationSeconds", where, &t->default_duration_s));
   PHX_RETURN_IF_ERROR(Read(node, "preemptibleBackfill", where, &t->preemptible_backfill));
+  PHX_RETURN_IF_ERROR(Read(node, "idleVictimsFirst", where, &t->idle_victims_first));
   return OkStatus();
 }
 

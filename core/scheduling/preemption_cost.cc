@@ -109,6 +109,19 @@ Result<PricedPreemption> ChoosePricedPreemption(const EnginePolicy& policy, cons
   for (size_t i = 0; i < candidates.size(); ++i) {
     const VictimFacts& v = candidates[i];
     const TierPolicy& vt = policy.TierOf(v.priority);
+    if (v.idle && vt.idle_victims_first) {
+      // An idle gang: evicted at once, nothing lost, nothing to wait back for.
+      VictimPrice free{.gpus = v.gpus, .weight = 0, .lost_work_weight = 0};
+      placement::VictimGang g;
+      g.key = v.key;
+      g.priority = v.priority;
+      g.cost = 0;
+      g.rank_class = -1;
+      g.pods = v.pods;
+      gangs.push_back(std::move(g));
+      prices.push_back(free);
+      continue;
+    }
     const double lost_weight = std::max(vt.weight, tier.weight);
     // Immediate eviction loses its work; graceful makes the preemptor wait for the checkpoint.
     const double notice_cost = v.notice_s > 0 ? tier.weight * need * v.notice_s : 0;

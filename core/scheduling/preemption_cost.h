@@ -89,6 +89,9 @@ struct VictimFacts {
   double notice_s = 0;             // checkpoints and stops within this on notice; 0 = cannot
   double expected_wait_s = 0;      // to get its footprint back once re-queued in its place
   double remaining_s = 0;          // until its expected end
+  // Every member idle (EngineDriver::IsIdle). Counts only when its tier sets
+  // idleVictimsFirst: then it is priced at zero and ranked before every busy victim.
+  bool idle = false;
 };
 
 struct PreemptorFacts {
@@ -160,6 +163,13 @@ struct VictimCandidate {
   bool leaving = false;
 };
 
+// Idle victims first (TierPolicy::idle_victims_first, off by default): a candidate with
+// `idle` whose tier sets it costs nothing (no work at risk, no notice, no wait-back value:
+// it is doing nothing, so nothing is lost by evicting it at once or by its waiting again)
+// and is ranked in class -1, so a set of idle victims alone that makes room beats every set
+// with a busy victim, and otherwise idle victims join a set before busy ones of equal
+// class. Eligibility (lower priority, minRunSeconds, maxPreemptionsPerDay) is unchanged.
+//
 // Prices every candidate (per victim the cheaper of "at once" and "graceful"), lets
 // placement::ChoosePreemption pick the cheapest set that makes room (VictimRank::kCost,
 // victims close to the need first), prices that set and says whether it pays.

@@ -35,6 +35,11 @@ struct TierPolicy {
   // Checkpointing gangs of this tier may backfill onto GPUs a waiting head has
   // reserved; the head reclaims them (whole gangs) the moment it could start.
   bool preemptible_backfill = false;
+  // Idle gangs of this tier are the first preemption victims (issue 18; off by default):
+  // a running gang whose every member pod the device plugin marked idle
+  // (phalanx.io/idle-since; EngineDriver::IsIdle) costs nothing to preempt and is taken
+  // before any busy victim. docs/algorithms.md §8.3 "Idle victims first".
+  bool idle_victims_first = false;
 };
 
 struct EnginePolicy {

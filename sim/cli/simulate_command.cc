@@ -2,12 +2,14 @@
 
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "core/cost/price_table.h"
 #include "core/scheduling/policy_yaml.h"
 #include "sim/engine/run.h"
 #include "sim/report/writers.h"
@@ -32,6 +34,7 @@ struct SimulateFlags {
   bool no_queues = false;
   std::string report;
   std::string html;
+  std::string prices;
   bool json = false;
   bool quiet = false;
 };
@@ -70,6 +73,20 @@ int RunSimulate(const SimulateFlags& f) {
       return 2;
     }
     opts.policy.engine = *engine;
+  }
+  if (!f.prices.empty()) {
+    std::ifstream in(f.prices, std::ios::binary);
+    if (!in) {
+      std::cerr << "phalanx simulate: --prices " << f.prices << ": cannot read the file\n";
+      return 2;
+    }
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto prices = cost::ParsePriceTableText(text);
+    if (!prices.ok()) {
+      std::cerr << "phalanx simulate: --prices " << f.prices << ": " << prices.status().message() << "\n";
+      return 2;
+    }
+    opts.sim.prices = *prices;
   }
   if (f.no_backfill) opts.policy.engine.backfill = false;
   opts.policy.engine.restart_overhead_s = f.restart_overhead;
@@ -142,6 +159,9 @@ void RegisterSimulateCommand(cli::CommandRegistry& registry) {
                          "phalanx: jobs give no run-time hint; the engine assumes its tier defaults");
             app.add_flag("--no-queues", flags->no_queues,
                          "ignore the cluster description's team queues (compare a run without them)");
+            app.add_option("--prices", flags->prices,
+                           "price table JSON (the chart's cost values, as the operator reads them): cost per tier, "
+                           "per queue and of lost work (docs/simulator.md \"Cost\")");
             app.add_option("--report", flags->report, "write the JSON report to this file");
             app.add_option("--html", flags->html, "write a self-contained HTML report to this file");
             app.add_flag("--json", flags->json, "print the JSON report on stdout instead of the table");

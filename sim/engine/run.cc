@@ -33,6 +33,7 @@ Result<SimulationReport> RunSimulation(const ClusterSpec& cluster, const Workloa
   report.jobs = static_cast<int>(workload.jobs.size());
   report.seed = options.seed;
   report.notes = workload.notes;
+  report.prices = options.sim.prices;
   if (cluster.queues.enabled()) {
     // Jobs naming no configured queue run in the default one: say how many.
     const scheduling::QueueLedger resolver(cluster.queues);

@@ -318,6 +318,7 @@ Status Simulator::StartMig(JobId id, const MigPlacement& p) {
 }
 
 void Simulator::ReleasePods(JobId id) {
+  AccountHeld(id, now_, runs_[static_cast<size_t>(id)].held_by_model);
   for (const PodUid& pod : runs_[static_cast<size_t>(id)].pods) {
     if (pod.empty()) continue;
     if (const placement::MigHolding* h = mig_.FindPod(pod)) {
@@ -392,6 +393,7 @@ Status Simulator::PreemptNow(JobId id, bool checkpointed) {
                                                    : 0;
   r.remaining = std::max(0.0, r.remaining - saved);
   r.lost_gpu_seconds += (elapsed - saved) * JobGpus(j);
+  if (elapsed > saved) r.lost_by_model[ModelOf(id)] += (elapsed - saved) * JobGpus(j);
   EndAttempt(id);
   ReleasePods(id);
   alloc_gpus_ -= JobGpus(j);
@@ -609,6 +611,7 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
   rep.multi_node_gangs_started = multi_node_started_;
   rep.multi_node_gangs_in_one_rack = multi_node_one_rack_;
   queues_.FillReport(rep, end);
+  FillCost(rep, end);
   rep.events = counted_events_;
   rep.wall_seconds = wall_seconds;
   rep.events_per_second = wall_seconds > 0 ? static_cast<double>(counted_events_) / wall_seconds : 0;

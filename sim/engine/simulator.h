@@ -24,6 +24,7 @@
 
 #include "core/base/result.h"
 #include "core/base/status.h"
+#include "core/cost/price_table.h"
 #include "core/placement/cluster_state.h"
 #include "core/placement/fragmentation.h"
 #include "core/placement/mig_ledger.h"
@@ -56,6 +57,8 @@ struct SimConfig {
   // Team queues of the cluster description: usage per queue is reported for every
   // policy (only the phalanx policy enforces them).
   scheduling::QueueConfig queues;
+  // --prices: the report prices GPU-hours per tier and queue and lost work (docs/simulator.md "Cost").
+  std::optional<cost::PriceTable> prices;
   // Called about every 1% of submitted jobs with the fraction done (progress bar).
   std::function<void(double)> progress;
 };
@@ -73,6 +76,9 @@ struct JobRun {
   double finish = -1;
   int preemptions = 0;
   double lost_gpu_seconds = 0;
+  // GPU-seconds held (bound, whether running or waiting for siblings) and lost to preemption,
+  // per GPU model (node group gpuModel); MIG devices count slices/7 (cost, docs/simulator.md).
+  std::map<std::string, double> held_by_model, lost_by_model;
   uint32_t token = 0;  // invalidates the finish event of a preempted attempt
   // Members bound in the current attempt (index = member; empty uid = not bound).
   std::vector<PodUid> pods;
@@ -158,6 +164,13 @@ class Simulator {
   void TakeSample();
   void BecomeRunning(JobId id);
   void RecordTopology(JobId id);
+  // Cost accounting (simulator_cost.cc): adds the GPU-seconds each bound member of `id`
+  // held until `until` to `into` (per GPU model); ModelOf is the model of its first bound
+  // member (lost work); FillCost sets the report's per-tier and per-queue GPU-hours and,
+  // with config_.prices, their cost.
+  void AccountHeld(JobId id, double until, std::map<std::string, double>& into) const;
+  std::string ModelOf(JobId id) const;
+  void FillCost(PolicyReport& rep, double end) const;
   std::string CheckFitsEmpty(const Job& job) const;  // "" if it fits an empty cluster
   PolicyReport BuildReport(double wall_seconds);
 

@@ -133,6 +133,24 @@ std::string QueueShareChart(const SimulationReport& r, const PolicyReport& p) {
   return svg + "</svg>";
 }
 
+// Cost per policy and tier (--prices): GPU-hours held, their cost, the cost of lost work.
+std::string CostTable(const SimulationReport& r) {
+  if (!r.prices) return "";
+  std::string html = fmt::format(
+      "<h2>Cost ({})</h2><table border='1' cellpadding='4' style='border-collapse:collapse;font-size:13px'>"
+      "<tr><th>policy</th><th>tier</th><th>GPU-hours held</th><th>cost</th><th>lost GPU-hours</th><th>cost of lost "
+      "work</th></tr>",
+      Escape(r.prices->currency));
+  for (const auto& p : r.policies) {
+    for (const auto& t : p.tiers)
+      html += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.2f}</td><td>{:.1f}</td><td>{:.2f}</td></tr>",
+                          Escape(p.policy), Escape(t.tier), t.gpu_hours, t.cost, t.lost_gpu_hours, t.lost_cost);
+    html += fmt::format("<tr><td><b>{}</b></td><td>all</td><td></td><td><b>{:.2f}</b></td><td>{:.1f}</td><td><b>{:.2f}</b></td></tr>",
+                        Escape(p.policy), p.cost, p.lost_gpu_hours, p.lost_cost);
+  }
+  return html + "</table>";
+}
+
 }  // namespace
 
 std::string RenderHtml(const SimulationReport& r) {
@@ -153,6 +171,7 @@ std::string RenderHtml(const SimulationReport& r) {
   html += "<br>" + TierBars(r);
   for (const auto& p : r.policies)
     if (!p.queues.empty()) html += "<br>" + QueueShareChart(r, p);
+  html += CostTable(r);
   html += "<h2>Summary</h2><pre>" + Escape(RenderTable(r)) + "</pre></body></html>\n";
   return html;
 }

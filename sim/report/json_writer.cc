@@ -16,6 +16,7 @@ std::string RenderJson(const SimulationReport& r, bool include_timing) {
   j["cluster"] = {{"name", r.cluster}, {"nodes", r.cluster_nodes}, {"gpus", r.cluster_gpus}};
   j["trace"] = {{"file", r.trace}, {"format", r.trace_format}, {"jobs", r.jobs}, {"notes", r.notes}};
   j["seed"] = r.seed;
+  if (r.prices) j["prices"] = cost::EncodePriceTable(*r.prices);
   j["policies"] = nlohmann::json::array();
   for (const PolicyReport& p : r.policies) {
     nlohmann::json pj = {{"policy", p.policy},
@@ -51,20 +52,30 @@ std::string RenderJson(const SimulationReport& r, bool include_timing) {
       pj["wallSeconds"] = p.wall_seconds;
       pj["eventsPerSecond"] = p.events_per_second;
     }
+    if (p.priced) pj["cost"] = {{"currency", p.currency}, {"total", p.cost}, {"lost", p.lost_cost}};
     nlohmann::json tiers = nlohmann::json::array();
-    for (const TierReport& t : p.tiers)
-      tiers.push_back({{"tier", t.tier},
-                       {"priority", t.priority},
-                       {"jobs", t.jobs},
-                       {"completed", t.completed},
-                       {"queueingDelaySeconds", Dist(t.queueing_delay_s)},
-                       {"jctSeconds", Dist(t.jct_s)},
-                       {"preemptions", t.preemptions},
-                       {"lostGpuHours", t.lost_gpu_hours}});
+    for (const TierReport& t : p.tiers) {
+      nlohmann::json tj = {{"tier", t.tier},
+                           {"priority", t.priority},
+                           {"jobs", t.jobs},
+                           {"completed", t.completed},
+                           {"queueingDelaySeconds", Dist(t.queueing_delay_s)},
+                           {"jctSeconds", Dist(t.jct_s)},
+                           {"preemptions", t.preemptions},
+                           {"lostGpuHours", t.lost_gpu_hours},
+                           {"gpuHours", t.gpu_hours},
+                           {"gpuHoursByModel", t.gpu_hours_by_model},
+                           {"lostGpuHoursByModel", t.lost_gpu_hours_by_model}};
+      if (p.priced) {
+        tj["cost"] = t.cost;
+        tj["lostCost"] = t.lost_cost;
+      }
+      tiers.push_back(std::move(tj));
+    }
     pj["tiers"] = tiers;
     if (!p.queues.empty()) {
       nlohmann::json queues = nlohmann::json::array();
-      for (const QueueReport& q : p.queues)
+      for (const QueueReport& q : p.queues) {
         queues.push_back({{"queue", q.name},
                           {"nominalGpus", q.nominal_gpus},
                           {"weight", q.weight},
@@ -75,7 +86,14 @@ std::string RenderJson(const SimulationReport& r, bool include_timing) {
                           {"gpuHoursBelowMinDemandNominal", q.gpu_hours_below_entitlement},
                           {"preemptions", q.preemptions},
                           {"reclaimPreemptions", q.reclaimed},
-                          {"worstWindowDeviation", q.worst_window_deviation}});
+                          {"worstWindowDeviation", q.worst_window_deviation},
+                          {"heldGpuHours", q.held_gpu_hours},
+                          {"lostGpuHours", q.lost_gpu_hours}});
+        if (p.priced) {
+          queues.back()["cost"] = q.cost;
+          queues.back()["lostCost"] = q.lost_cost;
+        }
+      }
       pj["queues"] = queues;
       const FairnessReport& f = p.fairness;
       pj["fairness"] = {{"jainIndex", f.jain_index},

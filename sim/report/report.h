@@ -3,8 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/cost/price_table.h"
 
 namespace phalanx::sim {
 
@@ -24,6 +28,12 @@ struct TierReport {
   Distribution jct_s;             // completed jobs: finish - submit
   int preemptions = 0;
   double lost_gpu_hours = 0;
+  // Cost (docs/simulator.md "Cost"): GPU-hours its jobs held (bound, running or waiting for
+  // siblings; a MIG device counts slices/7), per GPU model (node group gpuModel) and in all;
+  // lost GPU-hours per model; with --prices, what they cost (tier multiplier applied).
+  double gpu_hours = 0;
+  std::map<std::string, double> gpu_hours_by_model, lost_gpu_hours_by_model;
+  double cost = 0, lost_cost = 0;
 };
 
 struct Sample {
@@ -53,6 +63,9 @@ struct QueueReport {
   int preemptions = 0;          // of its jobs, any cause
   int reclaimed = 0;            // of its jobs, to return another queue's nominal quota
   double worst_window_deviation = 0;  // |share - fair share| / fair share, worst 6-h window
+  // Cost: GPU-hours its jobs held (as TierReport::gpu_hours) and lost; with --prices, their cost.
+  double held_gpu_hours = 0, lost_gpu_hours = 0;
+  double cost = 0, lost_cost = 0;
 };
 
 struct FairnessReport {
@@ -114,6 +127,10 @@ struct PolicyReport {
   uint64_t events = 0;
   double wall_seconds = 0;
   double events_per_second = 0;
+  // --prices: cost of the GPU-hours held (all tiers) and of the lost work.
+  bool priced = false;
+  std::string currency;
+  double cost = 0, lost_cost = 0;
   std::vector<TierReport> tiers;
   std::vector<QueueReport> queues;  // empty: the cluster defines no queues
   FairnessReport fairness;
@@ -130,6 +147,7 @@ struct SimulationReport {
   int jobs = 0;
   uint64_t seed = 0;
   std::vector<std::string> notes;
+  std::optional<cost::PriceTable> prices;  // --prices (the JSON report carries it as "prices")
   std::vector<PolicyReport> policies;
 };
 

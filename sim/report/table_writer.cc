@@ -49,6 +49,12 @@ std::string RenderTable(const SimulationReport& r) {
   row("preemptions", [](const PolicyReport& p) { return fmt::format("{}", p.preemptions); });
   row("  per job", [](const PolicyReport& p) { return fmt::format("{:.3f}", p.preemptions_per_job); });
   row("lost GPU-hours (since checkpoint)", [](const PolicyReport& p) { return fmt::format("{:.1f}", p.lost_gpu_hours); });
+  const bool priced = std::any_of(r.policies.begin(), r.policies.end(), [](const PolicyReport& p) { return p.priced; });
+  if (priced) {
+    row(fmt::format("cost of GPU-hours held ({})", r.prices ? r.prices->currency : ""),
+        [](const PolicyReport& p) { return fmt::format("{:.2f}", p.cost); });
+    row("  of which lost work", [](const PolicyReport& p) { return fmt::format("{:.2f}", p.lost_cost); });
+  }
   row("GPU-hours idle while work waited", [](const PolicyReport& p) { return fmt::format("{:.0f}", p.idle_while_waiting_gpu_hours); });
   row("backfilled GPU-hours", [](const PolicyReport& p) { return fmt::format("{:.0f}", p.backfilled_gpu_hours); });
   row("queueing delay, GPU-weighted mean", [](const PolicyReport& p) { return HumanSeconds(p.gpu_weighted_queueing_delay_s); });
@@ -90,6 +96,11 @@ std::string RenderTable(const SimulationReport& r) {
     tier_row("JCT p50/p95", [](const TierReport& t) { return HumanSeconds(t.jct_s.p50) + "/" + HumanSeconds(t.jct_s.p95); });
     tier_row("JCT p99", [](const TierReport& t) { return HumanSeconds(t.jct_s.p99); });
     tier_row("preemptions", [](const TierReport& t) { return fmt::format("{}", t.preemptions); });
+    if (priced) {
+      tier_row("GPU-hours held", [](const TierReport& t) { return fmt::format("{:.1f}", t.gpu_hours); });
+      tier_row("cost", [](const TierReport& t) { return fmt::format("{:.2f}", t.cost); });
+      tier_row("cost of lost work", [](const TierReport& t) { return fmt::format("{:.2f}", t.lost_cost); });
+    }
   }
   // Per team queue, when the cluster defines them (same queues for every policy).
   const PolicyReport* with_queues = nullptr;
@@ -117,6 +128,9 @@ std::string RenderTable(const SimulationReport& r) {
       queue_row("  GPU-hours missing", [](const QueueReport& q) { return fmt::format("{:.0f}", q.gpu_hours_below_entitlement); });
       queue_row("worst 6-h deviation from fair", [](const QueueReport& q) { return fmt::format("{:.0f}%", 100 * q.worst_window_deviation); });
       queue_row("preemptions (reclaims)", [](const QueueReport& q) { return fmt::format("{} ({})", q.preemptions, q.reclaimed); });
+      if (priced) {
+        queue_row("cost (lost work)", [](const QueueReport& q) { return fmt::format("{:.2f} ({:.2f})", q.cost, q.lost_cost); });
+      }
     }
   }
   out += std::string(34 + w * r.policies.size(), '-') + "\n";

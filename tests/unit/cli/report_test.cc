@@ -120,8 +120,8 @@ Json SimReport() {
        "tiers": [{"tier": "spot", "lostGpuHours": 0, "gpuHours": 16}]}]})");
 }
 
-op::PriceTable Prices() {
-  auto t = op::ParsePriceTableText(
+cost::PriceTable Prices() {
+  auto t = cost::ParsePriceTableText(
       R"({"currency":"USD","gpuHourly":{"H100":2.5},"defaultGpuHourly":2,"tierMultiplier":{"spot":0.4}})");
   EXPECT_TRUE(t.ok());
   return *t;

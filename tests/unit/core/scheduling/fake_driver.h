@@ -63,6 +63,11 @@ class FakeDriver : public EngineDriver {
 
   double NoticeSeconds(const GangKey& /*running*/) const override { return graceful_notice; }
 
+  bool IsIdle(const GangKey& running) const override {
+    ++idle_questions;
+    return idle.contains(running.str());
+  }
+
   // A running gang ended: its GPUs are free again.
   void Release(const GangKey& key) {
     for (const PodUid& p : pods_[key]) (void)state_.Release(p);
@@ -80,6 +85,8 @@ class FakeDriver : public EngineDriver {
   std::string last_reason;
   std::map<std::string, double> risk;
   double graceful_notice = 0;  // > 0: gangs may checkpoint on notice (the test finishes them)
+  std::set<std::string> idle;  // gangs whose every member is idle (phalanx.io/idle-since)
+  mutable int idle_questions = 0;
 
  private:
   placement::ClusterState state_;

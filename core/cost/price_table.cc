@@ -1,4 +1,4 @@
-#include "operator/cost/price_table.h"
+#include "core/cost/price_table.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace phalanx::op {
+namespace phalanx::cost {
 
 namespace {
 
@@ -131,4 +131,4 @@ double GpuEquivalents(std::string_view resource, int64_t count) {
   return static_cast<double>(count) * slices / 7.0;
 }
 
-}  // namespace phalanx::op
+}  // namespace phalanx::cost
