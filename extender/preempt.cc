@@ -8,6 +8,7 @@
 // no candidate for any node and the pod stays pending until something frees.
 #include "extender/extender.h"
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <set>
@@ -68,6 +69,13 @@ class QuoteDriver final : public scheduling::EngineDriver {
   double NoticeSeconds(const GangKey& running) const override {
     auto it = groups_.find(running.str());
     return it == groups_.end() ? 0 : it->second.notice;
+  }
+  // As admission's driver: idle when every member holding GPUs carries phalanx.io/idle-since.
+  bool IsIdle(const GangKey& running) const override {
+    auto it = groups_.find(running.str());
+    if (it == groups_.end() || it->second.members.empty()) return false;
+    return std::all_of(it->second.members.begin(), it->second.members.end(),
+                       [](const PodRecord* m) { return m->info.idle_since.has_value(); });
   }
 
  private:

@@ -1,45 +1,18 @@
 #include "core/scheduling/policy_yaml.h"
 
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/scheduling/strict_yaml.h"
+
 namespace phalanx::scheduling {
 namespace {
 
-using Keys = std::set<std::string, std::less<>>;
-
-Status CheckKeys(const YAML::Node& node, const Keys& known, std::string_view where) {
-  if (!node.IsMap()) return InvalidArgumentError(fmt::format("{}: expected a mapping", where));
-  for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
-    if (!known.contains(key)) {
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      return InvalidArgumentError(fmt::format("{}.{}: unknown key (known: {})", where, key, list));
-    }
-  }
-  return OkStatus();
-}
-
-template <typename T>
-Status Read(const YAML::Node& node, std::string_view key, std::string_view where, T* out) {
-  const YAML::Node v = node[std::string(key)];
-  if (!v) return OkStatus();
-  try {
-    if (!v.IsScalar()) throw YAML::Exception(YAML::Mark::null_mark(), "");
-    *out = v.as<T>();
-  } catch (const YAML::Exception&) {
-    const char* kind = std::is_same_v<T, bool>          ? "true or false"
-                       : std::is_same_v<T, std::string> ? "a string"
-                       : std::is_integral_v<T>          ? "an integer"
-                                                        : "a number";
-    return InvalidArgumentError(fmt::format("{}.{}: expected {}", where, key, kind));
-  }
-  return OkStatus();
-}
+using strict_yaml::CheckKeys;
+using strict_yaml::Keys;
+using strict_yaml::Read;
 
 Status ReadTier(const YAML::Node& node, std::string_view where, TierPolicy* t) {
   static const Keys kTierKeys = {"name", "priority", "weight", "targetWaitSeconds", "minRunSeconds",

@@ -60,5 +60,43 @@ TEST(IdleVictimsTest, AnIdleSpotGangIsEvictedFirstOnlyWhenTheTierSetsIt) {
   EXPECT_EQ(Evicted(false), std::vector<std::string>{"default/busy-0"});  // off: the cheaper victim
 }
 
+
+// The same rule in kube-scheduler's cycle: a high 8-GPU pod (not a gang) is offered both spot
+// pods; the verb answers with the idle one only when the tier sets idleVictimsFirst.
+std::vector<std::string> VerbChoice(bool idle_victims_first) {
+  ExtenderConfig config = DefaultConfig();
+  for (scheduling::TierPolicy& t : config.scheduling.tiers)
+    if (t.name == "spot") t.idle_victims_first = idle_victims_first;
+  TestCluster c(config);
+  std::map<std::string, std::vector<std::string>> offered;
+  const std::string names[] = {"busy", "idle"};
+  for (int i = 0; i < 2; ++i) {
+    const std::string node = i == 0 ? "dgx-0" : "dgx-1";
+    EXPECT_TRUE(c.ext.OnNode(DgxNode(node)).ok());
+    PodInfo p = GangPod(names[i], 0, 8, 1, /*priority=*/100);
+    p.gated = false;
+    p.node_name = node;
+    p.phase = PodPhase::kRunning;
+    p.start_time = c.clock.WallNow() - (i == 1 ? 1h : 0h);
+    if (i == 1) p.idle_since = c.clock.WallNow() - 40min;
+    c.ext.OnPod(p);
+    offered[node] = {p.uid.str()};
+  }
+  c.ext.Tick();
+  c.clock.Advance(10min);
+  PreemptArgs args;
+  args.pod = GpuPod("urgent", 8, /*priority=*/10000);
+  args.victims = offered;
+  PreemptResult r = c.ext.Preempt(args);
+  std::vector<std::string> out;
+  for (const auto& [node, uids] : r.victims) out.push_back(node);
+  return out;
+}
+
+TEST(IdleVictimsTest, ThePreemptVerbOffersTheIdleSpotPodFirstOnlyWhenTheTierSetsIt) {
+  EXPECT_EQ(VerbChoice(true), std::vector<std::string>{"dgx-1"});
+  EXPECT_EQ(VerbChoice(false), std::vector<std::string>{"dgx-0"});  // off: the cheaper victim
+}
+
 }  // namespace
 }  // namespace phalanx::extender
