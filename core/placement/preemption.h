@@ -8,7 +8,8 @@
 //     GPUs freed, number of victims), lowest first; with VictimRank::kCost by (highest
 //     VictimGang::rank_class, total cost, GPUs freed, number of victims): candidates of
 //     a lower class are tried first, so a set without a higher-class victim wins whenever
-//     one exists (the engine puts victims far bigger than the need in class 1).
+//     one exists (the engine's classes: -1 idle victims of a tier with idleVictimsFirst,
+//     0 the rest, 1 victims far bigger than the need).
 //   - A set is accepted only if the preemptor's gang plan really fits once the
 //     victims' GPUs are released (PlanGang with PlanOptions::assume_released).
 //   - The accepted set is minimised: victims whose removal keeps the plan feasible are
