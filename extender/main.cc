@@ -283,6 +283,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   }
 
   extender::ClusterSyncOptions sync_options;
+  sync_options.queue_base = config.team_queues;
   if (auto probe = (*client)->List(kube::resources::kPriorityClasses, "", {.limit = 1});
       !probe.ok() && kube::IsForbidden(probe.status())) {
     // Pods carry spec.priority wherever the Priority admission plugin runs (always, in practice).

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json/json.h"
+#include "extender/config.h"
 #include "extender/queue_status.h"
 #include "extender/queue_sync.h"
 
@@ -103,6 +104,30 @@ TEST(QueueStatusPlan, WritesOnlyChangesAtMostOncePerInterval) {
   EXPECT_TRUE(plan.Due({q}, objects, t0 + std::chrono::seconds(3)).empty());  // changed, but written lately
   EXPECT_EQ(plan.Due({q}, objects, t0 + std::chrono::seconds(11)).size(), 1u);
   EXPECT_TRUE(plan.Due({q}, {}, t0 + std::chrono::seconds(30)).empty());  // no object: nothing to write
+}
+
+}  // namespace
+}  // namespace phalanx::extender
+
+namespace phalanx::extender {
+namespace {
+
+TEST(ConfigTeamQueuesTest, TheKnobsGpuQueuesDoNotCarryAndBadValuesNameTheKey) {
+  auto c = ParseConfig("teamQueues:\n  crossQueuePreemptionPriority: -1\n  reclaimAfterSeconds: 120\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->team_queues.cross_queue_preemption_priority, -1);
+  EXPECT_DOUBLE_EQ(c->team_queues.reclaim_after_s, 120);
+  EXPECT_TRUE(c->team_queues.queues.empty());
+  auto defaults = ParseConfig("gangTimeoutSeconds: 60\n");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->team_queues.cross_queue_preemption_priority, 1000000);
+  EXPECT_DOUBLE_EQ(defaults->team_queues.reclaim_after_s, 0);
+  auto bad = ParseConfig("teamQueues: {reclaimAfterSeconds: -5}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "teamQueues.reclaimAfterSeconds: must be >= 0");
+  auto queues = ParseConfig("teamQueues: {queues: []}\n");
+  ASSERT_FALSE(queues.ok());
+  EXPECT_NE(queues.status().message().find("teamQueues.queues: unknown key"), std::string_view::npos) << queues.status();
 }
 
 }  // namespace
