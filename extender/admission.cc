@@ -126,11 +126,14 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
     if (v == nullptr || p == nullptr || p->members.empty()) return std::nullopt;
     const PodRecord* by = ext_.ledger_.FindPod(*p->members.begin());
     if (by == nullptr) return std::nullopt;
+    // A queue taking back its nominal quota outranks tiers (the engine chose only borrowing
+    // gangs of its cohort); any other eviction follows the tier rules.
+    const bool reclaim = reason.starts_with(scheduling::kQueueReclaimReason);
     std::vector<const PodRecord*> members;
     for (const PodUid& uid : v->members) {
       const PodRecord* rec = ext_.ledger_.FindPod(uid);
       if (rec == nullptr) continue;
-      if (!ext_.config_.MayPreempt(by->info.priority, rec->info.priority)) return std::nullopt;
+      if (!reclaim && !ext_.config_.MayPreempt(by->info.priority, rec->info.priority)) return std::nullopt;
       members.push_back(rec);
     }
     if (members.empty()) return std::nullopt;
@@ -354,6 +357,7 @@ scheduling::GangRequest Extender::EngineRequestOf(const GangRecord& g, int membe
     r.mode = g.required ? placement::TopologyMode::kRequired : placement::TopologyMode::kPreferred;
   }
   r.submitted = EngineSeconds(g.first_seen);
+  r.queue = QueueOf(g);
   if (!g.members.empty()) {
     const PodRecord* rec = ledger_.FindPod(*g.members.begin());
     if (rec && !rec->info.training_job.empty()) {
@@ -407,8 +411,10 @@ void Extender::Pass(MonotonicTime now, std::shared_lock<std::shared_mutex>& shar
       // kube-scheduler, or found after a restart): the engine counts its GPUs in forecasts
       // and may choose it as a victim.
       if (engine_waiting_.erase(key) > 0) (void)engine_.Remove(key);
-      engine_.AdoptRunning(EngineRequestOf(g, members), PoolOf(g),
-                           std::vector<PodUid>(g.members.begin(), g.members.end()), EngineSeconds(g.first_seen));
+      scheduling::GangRequest req = EngineRequestOf(g, members);
+      engine_queue_of_[key] = req.queue;
+      engine_.AdoptRunning(std::move(req), PoolOf(g), std::vector<PodUid>(g.members.begin(), g.members.end()),
+                           EngineSeconds(g.first_seen));
       engine_running_.insert(key);
     }
   }
@@ -418,17 +424,24 @@ void Extender::Pass(MonotonicTime now, std::shared_lock<std::shared_mutex>& shar
     return std::tie(a.first->first_seen, a.first->key) < std::tie(b.first->first_seen, b.first->key);
   });
   for (const auto& [g, members] : arrivals) {
-    if (engine_.Enqueue(EngineRequestOf(*g, members)).ok()) engine_waiting_.emplace(g->key, members);
+    scheduling::GangRequest req = EngineRequestOf(*g, members);
+    std::string queue = req.queue;
+    if (engine_.Enqueue(std::move(req)).ok()) {
+      engine_waiting_.emplace(g->key, members);
+      engine_queue_of_[g->key] = std::move(queue);
+    }
   }
   std::erase_if(engine_waiting_, [&](const auto& entry) {
     if (ready.contains(entry.first)) return false;
     (void)engine_.Remove(entry.first);
+    engine_queue_of_.erase(entry.first);
     return true;
   });
   // Gangs the engine runs that hold nothing any more (finished, deleted, plan dropped).
   std::erase_if(engine_running_, [&](const GangKey& key) {
     if (holding_gangs.contains(key)) return false;
     engine_.OnFinished(key);
+    engine_queue_of_.erase(key);
     return true;
   });
   if (engine_waiting_.empty()) return;

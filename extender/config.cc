@@ -1,6 +1,7 @@
 #include "extender/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -15,7 +16,7 @@ namespace {
 
 const std::set<std::string, std::less<>> kKnownKeys = {
     "weights", "tiers", "topologyLevels", "headOfLineSeconds", "gangTimeoutSeconds",
-    "httpTimeoutSeconds", "memberSettleMillis", "planTtlSeconds", "scheduling"};
+    "httpTimeoutSeconds", "memberSettleMillis", "planTtlSeconds", "scheduling", "teamQueues"};
 
 Result<double> Number(const YAML::Node& node, const std::string& key) {
   try {
@@ -196,6 +197,28 @@ Result<ExtenderConfig> ParseConfig(std::string_view text) {
   }
   if (const YAML::Node n = root["scheduling"]) {
     PHX_ASSIGN_OR_RETURN(c.scheduling, scheduling::ParseEnginePolicy(n, "scheduling"));
+  }
+  if (const YAML::Node n = root["teamQueues"]) {
+    if (!n.IsMap()) return InvalidArgumentError("teamQueues: expected a mapping");
+    for (const auto& kv : n) {
+      const std::string key = kv.first.as<std::string>();
+      if (key != "crossQueuePreemptionPriority" && key != "reclaimAfterSeconds") {
+        return InvalidArgumentError(fmt::format(
+            "teamQueues.{}: unknown key (known: crossQueuePreemptionPriority, reclaimAfterSeconds; the queues "
+            "themselves are GpuQueue objects)",
+            key));
+      }
+    }
+    if (const YAML::Node p = n["crossQueuePreemptionPriority"]) {
+      PHX_ASSIGN_OR_RETURN(int64_t v, Integer(p, "teamQueues.crossQueuePreemptionPriority", -1));
+      if (v > 2'000'000'000) return InvalidArgumentError("teamQueues.crossQueuePreemptionPriority: must be <= 2000000000");
+      c.team_queues.cross_queue_preemption_priority = static_cast<int>(v);
+    }
+    if (const YAML::Node r = n["reclaimAfterSeconds"]) {
+      PHX_ASSIGN_OR_RETURN(double v, Number(r, "teamQueues.reclaimAfterSeconds"));
+      if (!(v >= 0) || !std::isfinite(v)) return InvalidArgumentError("teamQueues.reclaimAfterSeconds: must be >= 0");
+      c.team_queues.reclaim_after_s = v;
+    }
   }
   PHX_RETURN_IF_ERROR(Validate(c));
   return c;

@@ -11,6 +11,7 @@
 
 #include "core/base/result.h"
 #include "core/placement/node_score.h"
+#include "core/scheduling/queues.h"
 #include "core/scheduling/tier_policy.h"
 
 namespace phalanx::extender {
@@ -33,6 +34,10 @@ struct ExtenderConfig {
   std::chrono::seconds head_of_line{300};
   // The scheduling engine's tier rules (`scheduling:` section, core/scheduling/policy_yaml.h).
   scheduling::EnginePolicy scheduling = scheduling::EnginePolicy::Defaults();
+  // What GpuQueue objects do not carry (`teamQueues:` section: crossQueuePreemptionPriority,
+  // reclaimAfterSeconds; docs/extender.md "Team queues"). The queues themselves come from the
+  // GpuQueue objects; `queues` here stays empty.
+  scheduling::QueueConfig team_queues;
   std::chrono::seconds gang_timeout{120};  // default when the pod has no annotation
   // kube-scheduler's extender httpTimeout; barriers end 10 s before it.
   std::chrono::seconds http_timeout{30};

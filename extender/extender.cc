@@ -162,6 +162,7 @@ std::string Extender::Explain(std::string_view ns_name) const {
       auto min = g->MinMembers(now);
       out += fmt::format("; gang {}: {} live member(s), min-members {}", g->key.str(), g->members.size(),
                          min ? std::to_string(*min) : std::string("not settled yet"));
+      out += DescribeQueue(*g);
       if (p.gated) out += "; the pod still carries the phalanx.io/gang scheduling gate";
       if (g->plan) {
         out += fmt::format("; admitted: planned on {} node(s) in {}", g->plan->quality.nodes_used,
@@ -212,6 +213,13 @@ json::Json Extender::StateJson() const {
     heads.push_back(std::move(head));
   }
   out["heads"] = std::move(heads);
+  json::Json queues = json::Json::array();
+  for (const QueueStatusInfo& q : QueueStatusesLocked()) {
+    json::Json j = QueueStatusJson(q);
+    j["name"] = q.name;
+    queues.push_back(std::move(j));
+  }
+  out["teamQueues"] = std::move(queues);
   return out;
 }
 

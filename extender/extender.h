@@ -46,6 +46,7 @@
 #include "extender/gang_evictor.h"
 #include "extender/ledger.h"
 #include "extender/pod_disruption_budgets.h"
+#include "extender/queue_sync.h"
 #include "extender/wire.h"
 #include "extender/write_pool.h"
 
@@ -100,6 +101,14 @@ class Extender {
   void OnPodDeleted(const PodUid& uid);
   void OnTrainingJob(const TrainingJobInfo& job);
   void OnTrainingJobDeleted(const std::string& ns_name);
+  // The team queues from the GpuQueue objects (queue_sync.h; an empty config turns queues
+  // off). InvalidArgument naming the field, and nothing changes, if they do not validate.
+  // Waiting gangs are re-queued with their queue as now resolved; a running gang whose
+  // queue changed is counted in its new queue from the next pass.
+  Status SetQueues(QueueAssignment queues);
+  // Each team queue as the engine counts it now (GpuQueue status, /debug/state, metrics);
+  // empty without queues.
+  std::vector<QueueStatusInfo> QueueStatuses() const;
   // After the initial list (informers synced or snapshot loaded): completes the binding
   // of committed gang members (devices annotated but unbound), as a restarted extender
   // must; uncommitted plans never survive a restart (they live only in memory). Only the
@@ -202,6 +211,12 @@ class Extender {
   void CarryOutEviction(const PlannedEviction& e);  // exclusive lock held
   const TrainingJobInfo* JobOf(const GangKey& gang) const;  // the TrainingJob its first member runs
   scheduling::GangRequest EngineRequestOf(const GangRecord& g, int members) const;
+  // The team queue a gang runs in: its first member's phalanx.io/queue label, else the
+  // queue selecting its namespace, else "" (the default queue). admission_mu_ and mu_ held.
+  std::string QueueOf(const GangRecord& g) const;
+  std::vector<QueueStatusInfo> QueueStatusesLocked() const;  // admission_mu_ and mu_ held
+  // "; queue team-a (H100: 8/8 nominal GPUs used, 0 borrowed, 0 lent)"; "" without queues.
+  std::string DescribeQueue(const GangRecord& g) const;      // admission_mu_ and mu_ held
   std::string PoolOf(const GangRecord& g) const;  // the capacity pool a running gang holds GPUs in
   void LiftGates(const GangRecord& g);              // exclusive lock held
   void RecordFilterSummary(const PodInfo& pod, const FilterResult& r);
@@ -226,6 +241,8 @@ class Extender {
   std::set<GangKey> engine_running_;              // guarded by admission_mu_: gangs engine_ admitted or adopted
   uint64_t release_epoch_seen_ = ~uint64_t{0};    // guarded by admission_mu_: ledger release epoch at the last pass
   MonotonicTime last_full_pass_{};                // guarded by admission_mu_
+  QueueAssignment queues_;                        // guarded by admission_mu_: from the GpuQueues
+  std::map<GangKey, std::string> engine_queue_of_;  // guarded by admission_mu_: queue each engine gang was given
   std::function<void()> admission_hook_for_test_;
 
   mutable std::shared_mutex mu_;

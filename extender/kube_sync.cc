@@ -69,7 +69,13 @@ ClusterSync::ClusterSync(kube::KubeClient& client, Extender& extender, std::shar
       jobs_(client, Options(kube::resources::kTrainingJobs, options),
             [](const kube::Json& j) { return ParseTrainingJob(j); }),
       pods_(client, Options(kube::resources::kPods, options), kube::Informer<PodInfo>::RawDecode{DecodeInformerPodRaw}),
-      pdbs_(client, Options(kPodDisruptionBudgets, options), [](const kube::Json& j) { return ParsePdb(j); }) {
+      pdbs_(client, Options(kPodDisruptionBudgets, options), [](const kube::Json& j) { return ParsePdb(j); }),
+      queue_watch_(client, extender, logger_,
+                   QueueWatchOptions{.resync_period = options.resync_period,
+                                     .min_watch_timeout = options.min_watch_timeout,
+                                     .watch_namespaces = options.watch_namespaces,
+                                     .crd_poll_period = options.crd_poll_period,
+                                     .base = options.queue_base}) {
   auto upsert_node = [this](const NodeInfo& n) {
     if (Status st = extender_.OnNode(n); !st.ok()) {
       PHX_LOG_WARN(logger_, "Node not usable by the ledger", kv("node", n.name.str()), kv("err", st.message()));
@@ -140,6 +146,7 @@ void ClusterSync::Start() {
   }
   pods_.Start();
   if (watch_budgets_) pdbs_.Start();
+  queue_watch_.Start();
 }
 
 void ClusterSync::WatchForCrd() {
@@ -166,6 +173,7 @@ void ClusterSync::Stop() {
   }
   crd_cv_.notify_all();
   if (crd_thread_.joinable()) crd_thread_.join();
+  queue_watch_.Stop();
   pdbs_.Stop();
   pods_.Stop();
   if (jobs_started_) jobs_.Stop();
@@ -177,13 +185,15 @@ bool ClusterSync::JobsSynced() const { return crd_missing_ || (jobs_started_ && 
 bool ClusterSync::BudgetsSynced() const { return !watch_budgets_ || pdbs_.HasSynced(); }
 
 bool ClusterSync::Synced() const {
-  return ClassesSynced() && nodes_.HasSynced() && JobsSynced() && pods_.HasSynced() && BudgetsSynced();
+  return ClassesSynced() && nodes_.HasSynced() && JobsSynced() && pods_.HasSynced() && BudgetsSynced() &&
+         queue_watch_.Synced();
 }
 
 std::vector<std::string> ClusterSync::Notes() const {
   std::vector<std::string> out;
   if (crd_missing_) out.push_back("TrainingJob CRD not installed: gangs from pod labels only");
   if (!watch_budgets_) out.push_back("not allowed to watch PodDisruptionBudgets: budgets learnt from refused evictions");
+  for (std::string& note : queue_watch_.Notes()) out.push_back(std::move(note));
   return out;
 }
 
@@ -208,6 +218,7 @@ std::string ClusterSync::Pending() const {
   add(JobsSynced(), "trainingjobs.phalanx.io");
   add(ClassesSynced(), "priorityclasses.scheduling.k8s.io");
   add(BudgetsSynced(), "poddisruptionbudgets.policy");
+  add(queue_watch_.Synced(), "gpuqueues.phalanx.io");
   return out;
 }
 
@@ -217,9 +228,13 @@ bool ClusterSync::WaitForSync(std::chrono::milliseconds timeout) const {
     return std::max(std::chrono::milliseconds(0),
                     std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()));
   };
-  return (!watch_classes_ || classes_.WaitForSync(left())) && nodes_.WaitForSync(left()) &&
-         (crd_missing_ || jobs_.WaitForSync(left())) && pods_.WaitForSync(left()) &&
-         (!watch_budgets_ || pdbs_.WaitForSync(left()));
+  const bool listed = (!watch_classes_ || classes_.WaitForSync(left())) && nodes_.WaitForSync(left()) &&
+                      (crd_missing_ || jobs_.WaitForSync(left())) && pods_.WaitForSync(left()) &&
+                      (!watch_budgets_ || pdbs_.WaitForSync(left()));
+  while (listed && !queue_watch_.Synced() && left().count() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the queues are applied on their own thread
+  }
+  return listed && queue_watch_.Synced();
 }
 
 }  // namespace phalanx::extender

@@ -1,6 +1,6 @@
 // ClusterSync: the informers of API-server mode (DESIGN §2.5, issue 5 item 2) feeding the
 // Extender's ledger: nodes, pods (all namespaces), TrainingJobs (phalanx.io/v1alpha1) and
-// PriorityClasses. Adds and updates call Extender::OnNode/OnPod/OnTrainingJob, deletes the
+// PriorityClasses (and, through QueueWatch, GpuQueues and namespaces). Adds and updates call Extender::OnNode/OnPod/OnTrainingJob, deletes the
 // matching On*Deleted. PodDisruptionBudgets (policy/v1) are kept for preemption (BudgetSource). Pods that request no GPU (whole or MIG) and carry no gang label are kept as a tiny
 // stub (the informer needs an object per key) and never reach the ledger.
 // A pod without spec.priority (no Priority admission plugin) gets its PriorityClass's value.
@@ -27,6 +27,7 @@
 #include "extender/extender.h"
 #include "extender/k8s_objects.h"
 #include "extender/pod_disruption_budgets.h"
+#include "extender/queue_watch.h"
 
 namespace phalanx::extender {
 
@@ -56,6 +57,10 @@ struct ClusterSyncOptions {
   bool watch_budgets = true;
   // How often to look for the TrainingJob CRD while it is not installed.
   std::chrono::milliseconds crd_poll_period{10'000};
+  // False: no Namespace informer (RBAC forbids it); GpuQueue namespaceSelectors select nothing.
+  bool watch_namespaces = true;
+  // What GpuQueue objects do not carry (queue_watch.h).
+  scheduling::QueueConfig queue_base;
 };
 
 // Without the TrainingJob CRD (trainingjobs.phalanx.io answers 404) the extender runs on pods
@@ -80,6 +85,9 @@ class ClusterSync final : public BudgetSource {
   // pod labels only"); empty when nothing is missing.
   std::vector<std::string> Notes() const;
   std::vector<PdbInfo> BudgetsIn(std::string_view ns) const override;
+  // Where Warning Events about malformed GpuQueues go (may be null).
+  void SetEventSink(EventSink* events) { queue_watch_.SetEventSink(events); }
+  const QueueWatch& queue_watch() const { return queue_watch_; }
 
  private:
   void WatchForCrd();  // the CRD poller's thread
@@ -99,6 +107,7 @@ class ClusterSync final : public BudgetSource {
   kube::Informer<TrainingJobInfo> jobs_;
   kube::Informer<PodInfo> pods_;
   kube::Informer<PdbInfo> pdbs_;
+  QueueWatch queue_watch_;  // GpuQueues and namespaces (team queues)
   std::atomic<bool> crd_missing_{false};
   std::atomic<bool> jobs_started_{false};
   std::mutex crd_mu_;

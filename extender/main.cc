@@ -46,6 +46,7 @@
 #include "extender/kube_events.h"
 #include "extender/kube_leadership.h"
 #include "extender/kube_sync.h"
+#include "extender/queue_status.h"
 #include "extender/scheduler_lease_follower.h"
 #include "extender/server.h"
 #include "extender/snapshot.h"
@@ -145,6 +146,7 @@ struct Flags {
   int writers = 32;
   double write_qps = 1000;
   int write_burst = 2000;
+  double queue_status_interval_s = 10;
   bool leader_elect = true;
   std::string lease_name = "phalanx-extender";
   std::string lease_namespace = Env("POD_NAMESPACE", "phalanx-system");
@@ -281,6 +283,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   }
 
   extender::ClusterSyncOptions sync_options;
+  sync_options.queue_base = config.team_queues;
   if (auto probe = (*client)->List(kube::resources::kPriorityClasses, "", {.limit = 1});
       !probe.ok() && kube::IsForbidden(probe.status())) {
     // Pods carry spec.priority wherever the Priority admission plugin runs (always, in practice).
@@ -295,15 +298,33 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
                  kv("err", probe.status().message()));
     sync_options.watch_budgets = false;
   }
+  if (auto probe = (*client)->List(kube::resources::kNamespaces, "", {.limit = 1});
+      !probe.ok() && kube::IsForbidden(probe.status())) {
+    PHX_LOG_WARN(logger, "Not allowed to list namespaces; GpuQueue namespaceSelectors select nothing",
+                 kv("err", probe.status().message()));
+    sync_options.watch_namespaces = false;
+  }
   extender::ClusterSync sync(**client, ext, logger, sync_options);
   ext.SetBudgetSource(&sync);
   // Events (events.k8s.io/v1): preemptions from the verbs, gang admission from the ledger.
   kube::EventRecorder recorder(**client, {.reporting_controller = "phalanx.io/extender", .reporting_instance = PodName()});
   extender::KubeEventSink event_sink(recorder);
   ext.SetEventSink(&event_sink);
+  sync.SetEventSink(&event_sink);
+  extender::QueueStatusWriter queue_status(
+      write_client, [&] { return ext.QueueStatuses(); },
+      [&] {
+        std::map<std::string, int64_t> objects;
+        for (const auto& q : sync.queue_watch().Queues()) objects.emplace(q->name, q->generation);
+        return objects;
+      },
+      [&] { return leadership.IsLeader(); }, logger,
+      {.period = std::chrono::milliseconds(std::min<int64_t>(1000, static_cast<int64_t>(flags.queue_status_interval_s * 1000))),
+       .min_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.queue_status_interval_s * 1000))});
   extender::GangEvents gang_events(event_sink);
   recorder.Start();
   sync.Start();
+  queue_status.Start();
   // The Lease's namespace is never created here: when it is missing the extender says so in
   // /readyz and its log, and stays a standby until it appears.
   auto lease_namespace_missing = [&] {
@@ -412,6 +433,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
     if (follower) follower->Stop();
     server.Shutdown();
     if (*webhook) (*webhook)->Shutdown();
+    queue_status.Stop();
     sync.Stop();
     recorder.Stop();
   });
@@ -448,6 +470,9 @@ int main(int argc, char** argv) {
   app.add_option("--write-qps", f.write_qps,
                  "Write requests per second to the API server (separate from --kube-api-qps, which bounds reads)")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--queue-status-interval", f.queue_status_interval_s,
+                 "Seconds between two status writes of one GpuQueue (written only when changed)")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
   app.add_option("--write-burst", f.write_burst, "Write requests allowed at once above --write-qps")
       ->capture_default_str()->check(CLI::Range(1, 1000000));
   app.add_option("--max-request-bytes", f.max_request_bytes,

@@ -10,6 +10,7 @@
 #include "core/metrics/gauge.h"
 #include "core/metrics/histogram.h"
 #include "extender/ledger_metrics.h"
+#include "extender/queue_metrics.h"
 
 namespace phalanx::extender {
 namespace {
@@ -126,8 +127,10 @@ void ExtenderServer::Register(http::HttpServer& server, bool verbs, bool debug) 
   if (debug) {
     // Cluster GPU gauges are computed from the ledger on each scrape (extender/ledger_metrics.h).
     auto gpus = std::make_shared<LedgerMetrics>(registry_);
-    endpoints.metrics = [this, gpus] {
+    auto queues = std::make_shared<QueueMetrics>(registry_);  // team queues (extender/queue_metrics.h)
+    endpoints.metrics = [this, gpus, queues] {
       gpus->Refresh(extender_);
+      queues->Refresh(extender_);
       return registry_.Expose();
     };
   }

@@ -16,6 +16,7 @@ inline constexpr std::string_view kLabelJobName = "phalanx.io/job-name";
 inline constexpr std::string_view kLabelAttempt = "phalanx.io/attempt";
 inline constexpr std::string_view kLabelReplicaIndex = "phalanx.io/replica-index";
 inline constexpr std::string_view kLabelGang = "phalanx.io/gang";
+inline constexpr std::string_view kLabelQueue = "phalanx.io/queue";  // from spec.scheduling.queue
 
 // Pod annotations.
 inline constexpr std::string_view kAnnotationGangMinMembers = "phalanx.io/gang-min-members";

@@ -41,6 +41,7 @@ struct TopologySpec {
 
 struct SchedulingSpec {
   std::string priority_class_name;
+  std::string queue;  // team queue (GpuQueue); copied to the pods' phalanx.io/queue label, "" = none
   GangSpec gang;
   TopologySpec topology;
 };

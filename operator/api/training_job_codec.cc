@@ -49,8 +49,9 @@ std::optional<int32_t> Int32(FieldReader& r, std::string_view key) {
 
 Status DecodeScheduling(const Json* obj, SchedulingSpec& out) {
   FieldReader r(obj, "spec.scheduling");
-  r.RejectUnknown({"priorityClassName", "gang", "topology"});
+  r.RejectUnknown({"priorityClassName", "queue", "gang", "topology"});
   out.priority_class_name = r.String("priorityClassName").value_or("");
+  out.queue = r.String("queue").value_or("");
   FieldReader gang(r.Object("gang"), "spec.scheduling.gang");
   gang.RejectUnknown({"minMembers", "timeoutSeconds"});
   out.gang.min_members = Int32(gang, "minMembers");

@@ -1,5 +1,6 @@
 #include "operator/api/validation.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -142,6 +143,14 @@ Status ValidateSpec(const TrainingJobSpec& spec) {
   }
   if (gang.timeout_seconds && *gang.timeout_seconds < 1) {
     return InvalidArgumentError("spec.scheduling.gang.timeoutSeconds: must be at least 1");
+  }
+  if (const std::string& q = spec.scheduling.queue; !q.empty()) {
+    const bool label = q.size() <= 63 && q.front() != '-' && q.back() != '-' &&
+                       std::all_of(q.begin(), q.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+    if (!label) {
+      return InvalidArgumentError(fmt::format(
+          "spec.scheduling.queue: \"{}\" must be a GpuQueue name (lowercase letters, digits, '-', 1-63)", q));
+    }
   }
   const TopologySpec& topo = spec.scheduling.topology;
   if (!topo.mode.empty() && topo.mode != "required" && topo.mode != "preferred") {

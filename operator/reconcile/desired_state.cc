@@ -106,6 +106,9 @@ Json BuildPod(const TrainingJob& job, const AttemptContext& ctx, int32_t index, 
   labels[std::string(kLabelAttempt)] = std::to_string(ctx.attempt);
   labels[std::string(kLabelReplicaIndex)] = std::to_string(index);
   labels[std::string(kLabelGang)] = GangName(job.meta.name, ctx.attempt);
+  // The extender's team queue (docs/user-guide.md §7). Not part of SpecHash: a changed queue
+  // applies from the next attempt, running pods are not restarted for it.
+  if (!spec.scheduling.queue.empty()) labels[std::string(kLabelQueue)] = spec.scheduling.queue;
   Json& ann = meta["annotations"];
   if (!ann.is_object()) ann = Json::object();
   ann[std::string(kAnnotationGangMinMembers)] = std::to_string(spec.MinMembers());

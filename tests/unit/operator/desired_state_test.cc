@@ -62,6 +62,17 @@ TEST(DesiredStateTest, PodCarriesGangKeysGatesOwnersAndEnv) {
   EXPECT_NE(volumes.find("\"audience\":\"phalanx\""), std::string::npos);
 }
 
+TEST(DesiredStateTest, SchedulingQueueBecomesThePodsQueueLabelWithoutChangingTheSpecHash) {
+  json::Json j = testing::ValidJobJson(4, 8);
+  const TrainingJob plain = testing::DecodeOrDie(j);
+  EXPECT_FALSE(BuildPod(plain, AttemptContext{1, "", ""}, 0, {})["metadata"]["labels"].contains("phalanx.io/queue"));
+  j["spec"]["scheduling"]["queue"] = "team-a";
+  const TrainingJob queued = testing::DecodeOrDie(j);
+  EXPECT_EQ(BuildPod(queued, AttemptContext{1, "", ""}, 0, {})["metadata"]["labels"]["phalanx.io/queue"], "team-a");
+  // A queue change applies from the next attempt; it does not restart running pods.
+  EXPECT_EQ(SpecHash(queued.spec), SpecHash(plain.spec));
+}
+
 TEST(DesiredStateTest, NamesAreDeterministicAndHashStable) {
   TrainingJob job = testing::DecodeOrDie(testing::ValidJobJson());
   EXPECT_EQ(BuildPod(job, {1, "", ""}, 0, {}), BuildPod(job, {1, "", ""}, 0, {}));

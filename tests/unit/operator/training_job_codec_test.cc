@@ -48,6 +48,7 @@ TEST(TrainingJobCodecTest, InvalidSpecsReportTheField) {
        "spec.checkpoint.flushSeconds: 121 exceeds spec.template.spec.terminationGracePeriodSeconds (120)"},
       {"min members above replicas", "/spec/scheduling/gang/minMembers", 3, "minMembers: 3 is outside [1, replicas=2]"},
       {"bad topology mode", "/spec/scheduling/topology/mode", "sometimes", "topology.mode"},
+      {"bad queue", "/spec/scheduling/queue", "Team_A", "spec.scheduling.queue: \"Team_A\" must be a GpuQueue name"},
       {"restart policy", "/spec/template/spec/restartPolicy", "OnFailure", "restartPolicy: must be Never"},
       {"no containers", "/spec/template/spec/containers", json::Json::array(), "at least one container"},
       {"gpu mismatch", "/spec/template/spec/containers/0/resources", json::Json{{"limits", {{"nvidia.com/gpu", "4"}}}},

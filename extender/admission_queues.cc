@@ -1,0 +1,101 @@
+// Team queues in the extender (docs/user-guide.md §7): the GpuQueue objects, assembled by
+// queue_sync.h, become the engine's queues; each gang is given its queue when it enters
+// the engine (EngineRequestOf).
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+
+#include <fmt/format.h>
+
+#include "extender/extender.h"
+
+namespace phalanx::extender {
+
+std::string Extender::QueueOf(const GangRecord& g) const {
+  if (g.members.empty()) return "";
+  const PodRecord* rec = ledger_.FindPod(*g.members.begin());
+  if (rec == nullptr) return "";
+  if (auto it = rec->info.labels.find(kQueueLabel); it != rec->info.labels.end() && !it->second.empty()) {
+    return it->second;
+  }
+  if (auto it = queues_.namespace_queue.find(rec->info.ns); it != queues_.namespace_queue.end()) return it->second;
+  return "";
+}
+
+Status Extender::SetQueues(QueueAssignment queues) {
+  std::lock_guard admission(admission_mu_);
+  if (queues == queues_) return OkStatus();
+  PHX_RETURN_IF_ERROR(engine_.SetQueues(queues.config));
+  queues_ = std::move(queues);
+  // Waiting gangs re-enter the engine at the next pass with their queue resolved anew (their
+  // place is kept: the engine orders by first submission). A running gang whose queue
+  // changed is let go and adopted again by the next pass, counted in its new queue.
+  std::shared_lock lock(mu_);
+  for (const auto& [key, members] : engine_waiting_) {
+    (void)engine_.Remove(key);
+    engine_queue_of_.erase(key);
+  }
+  engine_waiting_.clear();
+  for (auto it = engine_running_.begin(); it != engine_running_.end();) {
+    const GangRecord* g = ledger_.FindGang(*it);
+    auto given = engine_queue_of_.find(*it);
+    if (g != nullptr && given != engine_queue_of_.end() && given->second == QueueOf(*g)) {
+      ++it;
+      continue;
+    }
+    engine_.OnFinished(*it);
+    engine_queue_of_.erase(*it);
+    it = engine_running_.erase(it);
+  }
+  release_epoch_seen_ = ~uint64_t{0};  // the next pass is a full one
+  return OkStatus();
+}
+
+std::vector<QueueStatusInfo> Extender::QueueStatusesLocked() const {
+  std::vector<QueueStatusInfo> out;
+  const scheduling::QueueLedger& ledger = engine_.queues();
+  if (!ledger.enabled()) return out;
+  std::map<std::string, QueueStatusInfo> by_name;
+  for (const scheduling::QueueSpec& q : ledger.config().queues) {
+    QueueStatusInfo& s = by_name[q.name];
+    s.name = q.name;
+    for (const scheduling::PoolQuota& pq : q.quotas) s.pools.push_back(ledger.UsageOf(q.name, pq.pool));
+    for (const std::string& pool : ledger.Pools()) {  // pools it uses without a quota there
+      if (q.QuotaOf(pool) == nullptr && ledger.Usage(q.name, pool) > 0) s.pools.push_back(ledger.UsageOf(q.name, pool));
+    }
+    s.fair_share = ledger.Share(q.name);
+  }
+  for (const auto& [key, members] : engine_waiting_) {
+    auto given = engine_queue_of_.find(key);
+    const std::string& queue = ledger.Resolve(given == engine_queue_of_.end() ? "" : given->second);
+    auto it = by_name.find(queue);
+    if (it == by_name.end()) continue;
+    const GangRecord* g = ledger_.FindGang(key);
+    it->second.pending_gangs++;
+    it->second.pending += static_cast<scheduling::Milli>(members) * (g ? std::max(g->gpus_per_member, 1) : 1) *
+                          scheduling::kMilliGpu;
+  }
+  for (auto& [name, s] : by_name) out.push_back(std::move(s));
+  return out;
+}
+
+std::vector<QueueStatusInfo> Extender::QueueStatuses() const {
+  std::lock_guard admission(admission_mu_);
+  std::shared_lock lock(mu_);
+  return QueueStatusesLocked();
+}
+
+std::string Extender::DescribeQueue(const GangRecord& g) const {
+  const scheduling::QueueLedger& ledger = engine_.queues();
+  if (!ledger.enabled()) return "";
+  const std::string named = QueueOf(g);
+  const std::string& queue = ledger.Resolve(named);
+  std::string how = !named.empty() && named == queue ? "" : named.empty() ? " (the default queue)" : " (default: no queue \"" + named + "\")";
+  for (const QueueStatusInfo& s : QueueStatusesLocked()) {
+    if (s.name == queue) return fmt::format("; queue {}{}: {}", queue, how, UsageSummary(s));
+  }
+  return fmt::format("; queue {}{}", queue, how);
+}
+
+}  // namespace phalanx::extender
