@@ -87,19 +87,7 @@ void Estimate(PdbInfo& b, const std::vector<const PodInfo*>& pods) {
 
 }  // namespace
 
-bool PdbInfo::Selects(const PodInfo& pod) const {
-  if (!selector) return false;
-  for (const LabelRequirement& r : *selector) {
-    auto it = pod.labels.find(r.key);
-    const bool has = it != pod.labels.end();
-    const bool in = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
-    if (r.op == "In" && !in) return false;
-    if (r.op == "NotIn" && in) return false;
-    if (r.op == "Exists" && !has) return false;
-    if (r.op == "DoesNotExist" && has) return false;
-  }
-  return true;
-}
+bool PdbInfo::Selects(const PodInfo& pod) const { return selector && SelectorMatches(*selector, pod.labels); }
 
 Result<PdbInfo> ParsePdb(const Json& object) {
   if (!object.is_object()) return InvalidArgumentError("PodDisruptionBudget: expected an object");

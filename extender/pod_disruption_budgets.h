@@ -30,14 +30,9 @@
 #include "core/base/result.h"
 #include "core/json/json.h"
 #include "extender/k8s_objects.h"
+#include "extender/label_selector.h"
 
 namespace phalanx::extender {
-
-struct LabelRequirement {
-  std::string key;
-  std::string op;  // In, NotIn, Exists, DoesNotExist
-  std::vector<std::string> values;
-};
 
 // A budget's count: an integer or "N%".
 struct IntOrPercent {

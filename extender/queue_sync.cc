@@ -132,19 +132,6 @@ Status DecodeSpec(const Json& spec, GpuQueueInfo& q) {
   return OkStatus();
 }
 
-bool Matches(const std::vector<LabelRequirement>& selector, const NamespaceInfo& ns) {
-  for (const LabelRequirement& r : selector) {
-    auto it = ns.labels.find(r.key);
-    const bool has = it != ns.labels.end();
-    const bool in = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
-    if (r.op == "In" && !in) return false;
-    if (r.op == "NotIn" && in) return false;
-    if (r.op == "Exists" && !has) return false;
-    if (r.op == "DoesNotExist" && has) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Result<NamespaceInfo> DecodeNamespace(const Json& object) {
@@ -163,7 +150,7 @@ Result<NamespaceInfo> DecodeNamespace(const Json& object) {
 }
 
 bool GpuQueueInfo::Selects(const NamespaceInfo& ns) const {
-  return namespace_selector && Matches(*namespace_selector, ns);
+  return namespace_selector && SelectorMatches(*namespace_selector, ns.labels);
 }
 
 Result<GpuQueueInfo> DecodeGpuQueue(const Json& object) {

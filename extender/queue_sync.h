@@ -18,7 +18,7 @@
 #include "core/base/result.h"
 #include "core/kube/client.h"
 #include "core/scheduling/queues.h"
-#include "extender/pod_disruption_budgets.h"
+#include "extender/label_selector.h"
 
 namespace phalanx::extender {
 
