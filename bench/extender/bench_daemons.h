@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,40 @@ inline int ApiRequest(int port, const std::string& client, const std::string& me
                           "User-Agent: " + client + "\r\nContent-Type: application/json\r\nContent-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body;
   return c.Call(req, out);
+}
+
+struct ExtenderDaemon {
+  std::unique_ptr<e2e::Process> process;
+  int port = 0;          // the verbs
+  int metrics_port = 0;  // /metrics, /readyz
+  bool ready = false;    // /readyz answered 200 within the deadline
+};
+
+// Starts phalanx-extender with `args` (which must include `--listen 127.0.0.1:0 --metrics-addr
+// 127.0.0.1:0`), learns its ports from its start-up log line and waits until /readyz is 200
+// (informers synced) or `deadline_s` passed; says why on stderr when it is not ready.
+inline ExtenderDaemon StartExtender(const std::string& binary, std::vector<std::string> args, const std::string& dir,
+                                    double deadline_s) {
+  ExtenderDaemon ext;
+  const auto t0 = std::chrono::steady_clock::now();
+  ext.process = StartDaemon("extender", binary, std::move(args), dir);
+  const std::regex serving("listen=\"?[0-9.]+:([0-9]+)\"? metrics=\"?[0-9.]+:([0-9]+)");
+  while (!ext.ready && SecondsSince(t0) < deadline_s) {
+    std::smatch m;
+    const std::string text = ReadFile(ext.process->stderr_path()) + ReadFile(ext.process->stdout_path());
+    if (ext.port == 0 && std::regex_search(text, m, serving)) {
+      ext.port = std::stoi(m[1]);
+      ext.metrics_port = std::stoi(m[2]);
+    }
+    std::string body;
+    if (ext.port != 0) {
+      Conn c(ext.metrics_port);
+      ext.ready = c.ok() && c.Call("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n", &body) == 200;
+    }
+    if (!ext.ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!ext.ready) std::fprintf(stderr, "extender not ready:\n%s\n", ext.process->LogTail().c_str());
+  return ext;
 }
 
 }  // namespace phalanx::extender::bench

@@ -246,23 +246,10 @@ int Main(int argc, char** argv) {
                                    "--metrics-addr", "127.0.0.1:0", "--config", config, "--leader-elect=false",
                                    "--read-timeout-seconds", "600"};
   args.insert(args.end(), extra.begin(), extra.end());
-  auto ext = StartDaemon("extender", binary, std::move(args), dir);
-  const std::regex serving("listen=\"?[0-9.]+:([0-9]+)\"? metrics=\"?[0-9.]+:([0-9]+)");
-  for (auto t0 = Clock::now(); SecondsSince(t0) < 120;) {
-    std::smatch m;
-    const std::string text = ReadFile(ext->stderr_path()) + ReadFile(ext->stdout_path());
-    if (b.port == 0 && std::regex_search(text, m, serving)) {
-      b.port = std::stoi(m[1]);
-      b.metrics_port = std::stoi(m[2]);
-    }
-    std::string body;
-    if (b.port != 0) {
-      Conn c(b.metrics_port);
-      if (c.ok() && c.Call("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n", &body) == 200) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (b.port == 0) return std::fprintf(stderr, "extender did not start:\n%s\n", ext->LogTail().c_str()), 1;
+  ExtenderDaemon ext = StartExtender(binary, std::move(args), dir, 120);
+  if (!ext.ready) return 1;
+  b.port = ext.port;
+  b.metrics_port = ext.metrics_port;
   std::printf("cluster: %d DGX H100 nodes, fake API server write latency %d ms; extender flags:", b.nodes, write_latency);
   for (const auto& e : extra) std::printf(" %s", e.c_str());
   std::printf("\n");

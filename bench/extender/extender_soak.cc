@@ -23,7 +23,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -268,26 +267,12 @@ int Main(int argc, char** argv) {
                                    "127.0.0.1:0", "--config", config, "--leader-elect=false"};
   args.insert(args.end(), extra.begin(), extra.end());
   const auto start0 = Clock::now();
-  auto ext = StartDaemon("extender", binary, std::move(args), dir);
-  const std::regex serving("listen=\"?[0-9.]+:([0-9]+)\"? metrics=\"?[0-9.]+:([0-9]+)");
-  bool ready = false;
-  while (!ready && SecondsSince(start0) < 300) {
-    std::smatch m;
-    const std::string text = ReadFile(ext->stderr_path()) + ReadFile(ext->stdout_path());
-    if (s.port == 0 && std::regex_search(text, m, serving)) {
-      s.port = std::stoi(m[1]);
-      s.metrics_port = std::stoi(m[2]);
-    }
-    std::string body;
-    if (s.port != 0) {
-      Conn c(s.metrics_port);
-      ready = c.ok() && c.Call("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n", &body) == 200;
-    }
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!ready) return std::fprintf(stderr, "extender not ready:\n%s\n", ext->LogTail().c_str()), 1;
+  ExtenderDaemon ext = StartExtender(binary, std::move(args), dir, 300);
+  if (!ext.ready) return 1;
+  s.port = ext.port;
+  s.metrics_port = ext.metrics_port;
   std::printf("extender ready %.1f s after start (informers synced); RSS %ld MB (peak %ld MB)\n", SecondsSince(start0),
-              RssKb(ext->pid(), "VmRSS:") / 1024, RssKb(ext->pid(), "VmHWM:") / 1024);
+              RssKb(ext.process->pid(), "VmRSS:") / 1024, RssKb(ext.process->pid(), "VmHWM:") / 1024);
   std::string counts_body;
   ApiRequest(s.api_port, "soak-driver", "GET", "/fake/request-counts", "", &counts_body);
   std::printf("API requests until ready (by client): %s\n", counts_body.c_str());
@@ -326,10 +311,10 @@ int Main(int argc, char** argv) {
   long peak_rss = 0;
   while (SecondsSince(churn0) < seconds) {
     std::this_thread::sleep_for(std::chrono::seconds(std::min(10, std::max(1, seconds / 10))));
-    const long rss = RssKb(ext->pid(), "VmRSS:");
+    const long rss = RssKb(ext.process->pid(), "VmRSS:");
     peak_rss = std::max(peak_rss, rss);
-    if (!ext->Running()) {
-      std::fprintf(stderr, "the extender exited:\n%s\n", ext->LogTail().c_str());
+    if (!ext.process->Running()) {
+      std::fprintf(stderr, "the extender exited:\n%s\n", ext.process->LogTail().c_str());
       break;
     }
     std::printf("%5.0f s: %d gangs bound, %d half-bound, %d bind errors; extender RSS %ld MB\n", SecondsSince(churn0),
@@ -360,7 +345,7 @@ int Main(int argc, char** argv) {
     const double p50 = Percentile(v, 0.5), p99 = Percentile(v, 0.99);
     std::printf("  %-30s %7zu %9.2f %9.2f %9.2f\n", verb.c_str(), n, p50, p99, max);
   }
-  const long rss = RssKb(ext->pid(), "VmRSS:"), hwm = RssKb(ext->pid(), "VmHWM:");
+  const long rss = RssKb(ext.process->pid(), "VmRSS:"), hwm = RssKb(ext.process->pid(), "VmHWM:");
   peak_rss = std::max(peak_rss, rss);
   std::printf("\n== extender memory: RSS %ld MB now, %ld MB highest sampled during the churn, VmHWM %ld MB\n",
               rss / 1024, peak_rss / 1024, hwm / 1024);
@@ -373,8 +358,8 @@ int Main(int argc, char** argv) {
                     peak_rss / 1024.0 <= max_rss_mb && s.gangs_bound.load() > 0;
   std::printf("== verdict: %s (zero half-bound gangs, no bind or probe error, RSS <= %.0f MB, a gang bound)\n",
               pass ? "PASS" : "FAIL", max_rss_mb);
-  if (!pass) std::printf("extender log tail:\n%s\n", ext->LogTail(3000).c_str());
-  ext->Stop();
+  if (!pass) std::printf("extender log tail:\n%s\n", ext.process->LogTail(3000).c_str());
+  ext.process->Stop();
   api.process->Stop();
   std::filesystem::remove_all(dir);
   return pass ? 0 : 1;
