@@ -635,7 +635,13 @@ TEST_F(OperatorIntegrationTest, UsageIsPricedPerNodeModelAndNeverDoubleCountedAc
     EXPECT_NEAR(u.value("idleCost", -1.0), 8 * held * 1.8 / 3600, 1e-9) << u.dump();
     return held;
   };
-  auto st = WaitJob("usage", [](const Json& s) { return s.contains("usage") && s["usage"].value("gpuSeconds", 0.0) >= 16 * 3; });
+  // Also until the idle annotation was seen: a write before the operator's watch delivered it
+  // counts no idle time yet (the next one catches up from `since`), and a loaded machine can
+  // delay the watch past a few 1 s writes.
+  auto st = WaitJob("usage", [](const Json& s) {
+    return s.contains("usage") && s["usage"].value("gpuSeconds", 0.0) >= 16 * 3 && s["usage"].contains("idlePods") &&
+           s["usage"]["idlePods"].contains("usage-a1-1");
+  });
   ASSERT_TRUE(st.ok()) << st.status();
   const double first = expect_exact((*st)["status"]["usage"]);
   for (int restart = 0; restart < 2; ++restart) {
