@@ -147,11 +147,30 @@ TEST_F(QueueFixture, ABorrowedGangIsReclaimedWholeForTheQueueBelowNominalNeverTh
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ((*status)["status"]["usageSummary"], "H100: 8/8") << status->dump();
   EXPECT_EQ((*status)["spec"]["quotas"][0]["nominal"], 8) << "the status write must not touch spec";
+  // Conditions (metav1.Condition): team-b is enforced and, once reclaimed, not below nominal.
+  auto condition = [](const Json& q, const std::string& type) {
+    for (const Json& c : q["status"].value("conditions", Json::array())) {
+      if (c.value("type", "") == type) return c;
+    }
+    return Json();
+  };
+  const Json active = condition(*status, "Active");
+  EXPECT_EQ(active.value("status", ""), "True") << status->dump();
+  EXPECT_EQ(active.value("reason", ""), "Enforced") << status->dump();
+  EXPECT_FALSE(active.value("lastTransitionTime", "").empty()) << status->dump();
   auto a = cluster.server->WaitFor("gpuqueues.phalanx.io", "", "team-a", [](const Json& q) {
     return q.contains("status") && q["status"].value("pendingGangs", -1) == 1 &&
            q["status"]["pools"][0].value("usage", 0.0) == 8.0;
   });
-  EXPECT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(a.ok()) << a.status();
+  // team-a waits at its nominal 8: work pending, but not below nominal.
+  EXPECT_EQ(condition(*a, "BelowNominalWithPendingWork").value("reason", ""), "AtNominal") << a->dump();
+  // No write churn: with nothing changing, the objects stay as they are.
+  const std::string version = (*a)["metadata"].value("resourceVersion", "");
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // 5 status intervals of 0.2 s
+  auto again = cluster.server->Get("gpuqueues.phalanx.io", "", "team-a");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)["metadata"].value("resourceVersion", ""), version) << "status rewritten without a change";
 }
 
 TEST_F(QueueFixture, ABorrowedTrainingJobIsAskedToCheckpointAndStopInsteadOfEvicted) {
@@ -197,8 +216,17 @@ TEST_F(QueueFixture, AMalformedGpuQueueIsSkippedWithAWarningNamingTheFieldAndCha
     }
     return false;
   })) << ext->Log();
-  // team-b keeps its last valid quota.
+  // team-b keeps its last valid quota, and its status says so.
   EXPECT_EQ(TeamQueue("team-b")["pools"][0]["nominal"], 8.0) << ext->State().dump();
+  auto said = cluster.server->WaitFor("gpuqueues.phalanx.io", "", "team-b", [](const Json& q) {
+    for (const Json& c : q.value("status", Json::object()).value("conditions", Json::array())) {
+      if (c.value("type", "") == "Active" && c.value("reason", "") == "PreviousSpecInForce") {
+        return c.value("status", "") == "True" && c.value("message", "").find("spec.quotas[0].nominal") != std::string::npos;
+      }
+    }
+    return false;
+  });
+  EXPECT_TRUE(said.ok()) << said.status();
 }
 
 TEST(QueueWithoutCrd, TheExtenderRunsWithoutQueuesAndSaysSo) {
