@@ -183,6 +183,7 @@ void QueueStatusWriter::Once() {
     auto r = client_.Patch(kGpuQueues, "", w.name, kube::PatchType::kMerge, w.patch, {.subresource = "status"});
     if (!r.ok()) {
       PHX_LOG_WARN(logger_, "GpuQueue status not written", kv("queue", w.name), kv("err", r.status().message()));
+      plan_.Failed(w.name, now);
       continue;
     }
     writes_++;

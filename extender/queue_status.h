@@ -71,8 +71,11 @@ class QueueStatusPlan {
   // that is already there). Not rate-limited.
   void Seed(const std::string& name, const kube::Json& status);
   bool Knows(const std::string& name) const { return last_.contains(name); }
-  // After a successful write (a failed one is retried when due).
+  // After a successful write.
   void Written(const Write& write, Clock::time_point at);
+  // After a refused or failed write: retried once `min_interval` has passed (a write the server
+  // keeps refusing costs one request per interval, not one per period).
+  void Failed(const std::string& name, Clock::time_point at) { last_[name].at = at; }
   // Forget everything (another replica may have written since): the next Due starts from Seed.
   void Reset() { last_.clear(); }
 

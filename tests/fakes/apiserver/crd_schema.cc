@@ -83,7 +83,10 @@ class Validator {
   void Walk(const Json& schema, const Json& value, const std::string& path, bool in_metadata_root = false) {
     if (!schema.is_object()) return;
     if (value.is_null()) {
-      if (!schema.value("nullable", false)) Add(path, fmt::format("{}: Invalid value: \"null\": {} in body must be of type {}: \"null\"", path, path, schema.value("type", "object")));
+      if (!schema.value("nullable", false)) {
+        Add(path, fmt::format("{}: Invalid value: \"null\": {} in body must be of type {}: \"null\"", path, path,
+                              schema.value("type", "object")));
+      }
       return;
     }
     if (!CheckType(schema, value, path)) return;  // nothing else means anything on a wrong type
@@ -97,9 +100,11 @@ class Validator {
           }
         }
       }
-      const Json* props = schema.contains("properties") && schema["properties"].is_object() ? &schema["properties"] : nullptr;
-      const Json* additional =
-          schema.contains("additionalProperties") && schema["additionalProperties"].is_object() ? &schema["additionalProperties"] : nullptr;
+      const Json* props = schema.contains("properties") && schema["properties"].is_object() ? &schema["properties"]
+                                                                                             : nullptr;
+      const Json* additional = schema.contains("additionalProperties") && schema["additionalProperties"].is_object()
+                                   ? &schema["additionalProperties"]
+                                   : nullptr;
       for (const auto& [key, child] : value.items()) {
         if (metadata && key != "name" && key != "generateName") continue;  // the API server owns metadata
         if (props != nullptr && props->contains(key)) {
@@ -153,7 +158,12 @@ class Validator {
            (value.is_number_float() && value.get<double>() == std::floor(value.get<double>()));
     }
     if (!ok) {
-      const std::string got = value.is_string() ? "string" : value.is_boolean() ? "boolean" : value.is_object() ? "object" : value.is_array() ? "array" : value.is_number_integer() ? "integer" : "number";
+      const std::string got = value.is_string()           ? "string"
+                              : value.is_boolean()        ? "boolean"
+                              : value.is_object()         ? "object"
+                              : value.is_array()          ? "array"
+                              : value.is_number_integer() ? "integer"
+                                                          : "number";
       Add(path, fmt::format("{}: Invalid value: \"{}\": {} in body must be of type {}: \"{}\"", path, got, path, type, got));
     }
     return ok;
@@ -197,13 +207,15 @@ class Validator {
         }
       }
       if (schema.value("format", "") == "date-time" && !IsDateTime(s)) {
-        Add(path, fmt::format("{}: Invalid value: {}: {} in body must be of type date-time: {}", path, GoValue(value), path, GoValue(value)));
+        Add(path, fmt::format("{}: Invalid value: {}: {} in body must be of type date-time: {}", path, GoValue(value),
+                              path, GoValue(value)));
       }
     }
     if (value.is_array()) {
       if (schema.contains("maxItems") && schema["maxItems"].is_number_integer() &&
           static_cast<int64_t>(value.size()) > schema["maxItems"].get<int64_t>()) {
-        Add(path, fmt::format("{}: Too many: {}: must have at most {} items", path, value.size(), schema["maxItems"].get<int64_t>()));
+        Add(path, fmt::format("{}: Too many: {}: must have at most {} items", path, value.size(),
+                              schema["maxItems"].get<int64_t>()));
       }
       if (schema.contains("minItems") && schema["minItems"].is_number_integer() &&
           static_cast<int64_t>(value.size()) < schema["minItems"].get<int64_t>()) {

@@ -44,6 +44,12 @@ TEST(QueueStatusPlan, WritesOnlyChangesAtMostOncePerInterval) {
   EXPECT_TRUE(plan.Due({q}, objects, t0 + 3s, wall0 + 3s).empty());  // changed, but written lately
   EXPECT_EQ(plan.Due({q}, objects, t0 + 11s, wall0 + 11s).size(), 1u);
   EXPECT_TRUE(plan.Due({q}, Objects({}), t0 + 30s, wall0 + 30s).empty());  // no object: nothing to write
+  // A refused write is retried once the interval has passed, not every period.
+  QueueStatusPlan refused(10s);
+  ASSERT_EQ(refused.Due({q}, objects, t0, wall0).size(), 1u);
+  refused.Failed("team-a", t0);
+  EXPECT_TRUE(refused.Due({q}, objects, t0 + 1s, wall0 + 1s).empty());
+  EXPECT_EQ(refused.Due({q}, objects, t0 + 11s, wall0 + 11s).size(), 1u);
   // A new generation alone is a change (observedGeneration).
   QueueStatusPlan fresh(10s);
   plan.Written(fresh.Due({q}, objects, t0, wall0).at(0), t0);
