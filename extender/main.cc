@@ -314,8 +314,9 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   extender::QueueStatusWriter queue_status(
       write_client, [&] { return ext.QueueStatuses(); },
       [&] {
-        std::map<std::string, int64_t> objects;
-        for (const auto& q : sync.queue_watch().Queues()) objects.emplace(q->name, q->generation);
+        extender::QueueObjects objects;
+        for (const auto& q : sync.queue_watch().Queues()) objects.by_name[q->name] = {q->generation, q->error};
+        objects.set_error = sync.queue_watch().SetError();
         return objects;
       },
       [&] { return leadership.IsLeader(); }, logger,

@@ -149,6 +149,10 @@ void QueueWatch::Apply() {
   } else {
     set_error_warned_.clear();
   }
+  {
+    std::lock_guard lock(set_error_mu_);
+    set_error_ = set_error_warned_;
+  }
   applied_ = true;
 }
 

@@ -61,6 +61,12 @@ class QueueWatch {
   std::vector<std::string> Notes() const;
   // The GpuQueue objects as last listed (status writing reads names and generations).
   std::vector<std::shared_ptr<const GpuQueueInfo>> Queues() const { return queues_.List(); }
+  // Why the GpuQueues as last listed are not in force as a whole ("" = they are): the
+  // AssignQueues / SetQueues error (GpuQueue status condition Active, queue_status.h).
+  std::string SetError() const {
+    std::lock_guard lock(set_error_mu_);
+    return set_error_;
+  }
 
  private:
   void Run();
@@ -91,6 +97,8 @@ class QueueWatch {
   std::map<std::string, GpuQueueInfo> last_valid_;      // by name: the version in force
   std::map<std::string, std::string> warned_;           // by name: the error last warned about
   std::string set_error_warned_;
+  mutable std::mutex set_error_mu_;
+  std::string set_error_;  // guarded by set_error_mu_
 };
 
 }  // namespace phalanx::extender

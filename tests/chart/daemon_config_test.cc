@@ -48,6 +48,21 @@ TEST(ExtenderConfigTest, RenderedConfigIsAcceptedByTheExtender) {
   EXPECT_EQ(cfg->head_of_line.count(), 30);
 }
 
+// extender.config.teamQueues reaches the extender as the values say; the defaults are the
+// binary's own (an install without the key and one with the chart's defaults behave alike).
+TEST(ExtenderConfigTest, TeamQueueValuesAreTheBinarysDefaultsAndReachTheExtender) {
+  auto builtin = extender::ParseConfig("gangTimeoutSeconds: 120\n");
+  ASSERT_TRUE(builtin.ok()) << builtin.status();
+  auto def = extender::ParseConfig(ExtenderYaml(Render()));
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_EQ(def->team_queues.cross_queue_preemption_priority, builtin->team_queues.cross_queue_preemption_priority);
+  EXPECT_DOUBLE_EQ(def->team_queues.reclaim_after_s, builtin->team_queues.reclaim_after_s);
+  auto nd = extender::ParseConfig(ExtenderYaml(RenderNonDefault()));
+  ASSERT_TRUE(nd.ok()) << nd.status();
+  EXPECT_EQ(nd->team_queues.cross_queue_preemption_priority, -1);
+  EXPECT_DOUBLE_EQ(nd->team_queues.reclaim_after_s, 300);
+}
+
 std::string DevicePluginYaml(const Rendering& r) {
   return Str(r.Get("ConfigMap", std::string(kRelease) + "-device-plugin-config"), {"data", "config.yaml"});
 }

@@ -106,7 +106,15 @@ TEST(HelmTest, InvalidValuesAreRejectedWithAClearMessage) {
                         Case{"misspelt key", "scheduler.replica=2", "replica"},
                         Case{"unknown MIG strategy", "devicePlugin.config.flags.migStrategy=auto", "migStrategy"},
                         Case{"bad log format", "global.logFormat=xml", "logFormat"},
-                        Case{"short bind timeout", "scheduler.extender.httpTimeoutSeconds=5", "httpTimeoutSeconds"}}) {
+                        Case{"short bind timeout", "scheduler.extender.httpTimeoutSeconds=5", "httpTimeoutSeconds"},
+                        Case{"negative reclaim delay", "extender.config.teamQueues.reclaimAfterSeconds=-5",
+                             "reclaimAfterSeconds"},
+                        Case{"cross-queue priority below -1", "extender.config.teamQueues.crossQueuePreemptionPriority=-2",
+                             "crossQueuePreemptionPriority"},
+                        Case{"misspelt team-queue key", "extender.config.teamQueues.reclaimAfter=5", "reclaimAfter"},
+                        Case{"queue status every 0 s", "extender.queueStatusIntervalSeconds=0", "queueStatusIntervalSeconds"},
+                        Case{"alert duration without unit", "metrics.prometheusRule.queueBelowNominalFor=15",
+                             "queueBelowNominalFor"}}) {
     SCOPED_TRACE(c.name);
     CommandResult r = RunCommand({helm.path, "template", kRelease, SourceDir() + "/helm/phalanx", "--set", c.set});
     EXPECT_NE(r.exit_code, 0) << "accepted " << c.set;
@@ -380,7 +388,7 @@ TEST(SchedulerTest, ExtenderConfigUsesOnlyKeysTheExtenderParses) {
     ASSERT_RENDERED(r);
     YAML::Node ext = Scheduler(r).extender_config;
     ASSERT_TRUE(ext.IsMap());
-    std::vector<YAML::Node> maps = {ext, At(ext, {"weights"})};
+    std::vector<YAML::Node> maps = {ext, At(ext, {"weights"}), At(ext, {"teamQueues"})};
     for (const auto& t : At(ext, {"tiers"})) maps.push_back(t);
     for (const auto& m : maps) {
       for (const auto& kv : m) {
@@ -390,6 +398,39 @@ TEST(SchedulerTest, ExtenderConfigUsesOnlyKeysTheExtenderParses) {
       }
     }
   }
+}
+
+// GpuQueue operations (docs/user-guide.md §7): the extender's team-queue settings, its status
+// write interval and the below-nominal alert's duration follow the values.
+TEST(SchedulerTest, TeamQueueValuesReachTheExtenderFlagsAndAlert) {
+  const Rendering& d = Render();
+  ASSERT_RENDERED(d);
+  const SchedulerView ds = Scheduler(d);
+  EXPECT_EQ(Flags(ds.extender_container)["queue-status-interval"], "10");
+  EXPECT_EQ(At(ds.extender_config, {"teamQueues", "crossQueuePreemptionPriority"}).as<int64_t>(), 1000000);
+  EXPECT_EQ(At(ds.extender_config, {"teamQueues", "reclaimAfterSeconds"}).as<double>(), 0);
+
+  const Rendering& nd = RenderNonDefault();
+  ASSERT_RENDERED(nd);
+  const SchedulerView ns = Scheduler(nd);
+  EXPECT_EQ(Flags(ns.extender_container)["queue-status-interval"], "30");
+  EXPECT_EQ(At(ns.extender_config, {"teamQueues", "crossQueuePreemptionPriority"}).as<int64_t>(), -1);
+  EXPECT_EQ(At(ns.extender_config, {"teamQueues", "reclaimAfterSeconds"}).as<double>(), 300);
+  const Rendering& fractional = Render({"--set-json", "extender.queueStatusIntervalSeconds=2.5"});
+  ASSERT_RENDERED(fractional);
+  EXPECT_EQ(Flags(Scheduler(fractional).extender_container)["queue-status-interval"], "2.5");
+
+  bool found = false;
+  for (const auto& g : At(nd.OfKind("PrometheusRule").at(0), {"spec", "groups"})) {
+    for (const auto& rule : At(g, {"rules"})) {
+      if (Str(rule, {"alert"}) != "PhalanxQueueBelowNominalWithPendingWork") continue;
+      found = true;
+      EXPECT_EQ(Str(rule, {"for"}), "45m");
+      EXPECT_NE(Str(rule, {"annotations", "summary"}).find("waiting for 45m"), std::string::npos);
+      EXPECT_NE(Str(rule, {"annotations", "summary"}).find("{{ $labels.queue }}"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(found) << "PhalanxQueueBelowNominalWithPendingWork not rendered";
 }
 
 // --- PriorityClasses, device plugin, operator ------------------------------------------------

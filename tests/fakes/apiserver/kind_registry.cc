@@ -84,6 +84,10 @@ Status KindRegistry::RegisterCrd(const json::Json& crd) {
     info.versions.push_back(name);
     const bool storage = v.value("storage", false);
     if (info.version.empty() || storage) info.version = name;
+    if (v.contains("schema") && v["schema"].is_object() && v["schema"].contains("openAPIV3Schema") &&
+        v["schema"]["openAPIV3Schema"].is_object()) {
+      info.schemas[name] = std::make_shared<const json::Json>(v["schema"]["openAPIV3Schema"]);
+    }
     if (v.contains("subresources") && v["subresources"].is_object()) {
       if (v["subresources"].contains("status")) info.has_status = true;
       if (v["subresources"].contains("scale")) info.has_scale = true;

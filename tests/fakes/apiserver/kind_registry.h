@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@ struct KindInfo {
   bool has_status = false;  // status subresource: main endpoint ignores status, /status only status
   bool has_scale = false;   // scale subresource mapped to spec.replicas / status.replicas
   std::vector<std::string> versions;  // all served versions (empty = just `version`)
+  // CRD kinds: each version's openAPIV3Schema (crd_schema.h validates objects against it).
+  std::map<std::string, std::shared_ptr<const json::Json>> schemas;
 
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }
   std::string list_kind() const { return kind + "List"; }

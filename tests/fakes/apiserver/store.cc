@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/fakes/apiserver/crd_schema.h"
 #include "tests/fakes/apiserver/store_internal.h"
 
 namespace phalanx::fakes::apiserver {
@@ -229,6 +230,7 @@ ApiResult<ObjectPtr> Store::CreateLocked(const KindInfo& kind, const std::string
   } else if (kind.has_status && !(kind.group.empty() && kind.plural == "nodes")) {
     object.erase("status");  // status is written through /status only
   }
+  if (auto invalid = ValidateCustomResource(kind, object)) return *invalid;
   return Commit(table, std::move(object), nullptr);
 }
 
@@ -412,6 +414,8 @@ ApiResult<ObjectPtr> Store::UpdateLocked(Table& table, const ObjectPtr& current,
   }
   Meta(next)["resourceVersion"] = old["metadata"]["resourceVersion"];
   if (next == old) return current;  // no-op: no new version, no event
+  // Custom resources against their CRD's schema (main endpoint and /status alike).
+  if (auto invalid = ValidateCustomResource(kind, next)) return *invalid;
 
   // Removing the last finalizer of an object whose deletion was requested (and, for pods,
   // whose grace period is over) completes the deletion.

@@ -4,23 +4,24 @@
 // A's older, higher-priority gang that would only borrow — or, when A's borrowed gang holds
 // them, after that whole gang is reclaimed (pods/eviction), never by taking A's work inside
 // A's nominal quota. A malformed GpuQueue is skipped with a Warning Event naming the field.
+#include <fstream>
+#include <sstream>
+
+#include "tests/fakes/apiserver/patch.h"
 #include "tests/integration/extender/apiserver_harness.h"
 
 namespace phalanx::extender::itest {
 namespace {
 
+// The CRD Phalanx ships: the fake checks objects and the extender's status writes against its
+// schema and rules (tests/fakes/apiserver/crd_schema.h).
 Json GpuQueueCrd() {
-  return Json{{"apiVersion", "apiextensions.k8s.io/v1"},
-              {"kind", "CustomResourceDefinition"},
-              {"metadata", {{"name", "gpuqueues.phalanx.io"}}},
-              {"spec",
-               {{"group", "phalanx.io"},
-                {"scope", "Cluster"},
-                {"names", {{"plural", "gpuqueues"}, {"singular", "gpuqueue"}, {"kind", "GpuQueue"}, {"shortNames", {"gq"}}}},
-                {"versions", Json::array({{{"name", "v1alpha1"},
-                                           {"served", true},
-                                           {"storage", true},
-                                           {"subresources", {{"status", Json::object()}}}}})}}}};
+  std::ifstream in(std::string(PHALANX_TEST_SOURCE_DIR) + "/manifests/crds/phalanx.io_gpuqueues.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto crd = fakes::apiserver::YamlToJson(text.str());
+  EXPECT_TRUE(crd.ok()) << crd.status();
+  return crd.ok() ? *crd : Json();
 }
 
 Json GpuQueue(const std::string& name, double nominal, Json extra = Json::object()) {
@@ -147,11 +148,30 @@ TEST_F(QueueFixture, ABorrowedGangIsReclaimedWholeForTheQueueBelowNominalNeverTh
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ((*status)["status"]["usageSummary"], "H100: 8/8") << status->dump();
   EXPECT_EQ((*status)["spec"]["quotas"][0]["nominal"], 8) << "the status write must not touch spec";
+  // Conditions (metav1.Condition): team-b is enforced and, once reclaimed, not below nominal.
+  auto condition = [](const Json& q, const std::string& type) {
+    for (const Json& c : q["status"].value("conditions", Json::array())) {
+      if (c.value("type", "") == type) return c;
+    }
+    return Json();
+  };
+  const Json active = condition(*status, "Active");
+  EXPECT_EQ(active.value("status", ""), "True") << status->dump();
+  EXPECT_EQ(active.value("reason", ""), "Enforced") << status->dump();
+  EXPECT_FALSE(active.value("lastTransitionTime", "").empty()) << status->dump();
   auto a = cluster.server->WaitFor("gpuqueues.phalanx.io", "", "team-a", [](const Json& q) {
     return q.contains("status") && q["status"].value("pendingGangs", -1) == 1 &&
            q["status"]["pools"][0].value("usage", 0.0) == 8.0;
   });
-  EXPECT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(a.ok()) << a.status();
+  // team-a waits at its nominal 8: work pending, but not below nominal.
+  EXPECT_EQ(condition(*a, "BelowNominalWithPendingWork").value("reason", ""), "AtNominal") << a->dump();
+  // No write churn: with nothing changing, the objects stay as they are.
+  const std::string version = (*a)["metadata"].value("resourceVersion", "");
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // 5 status intervals of 0.2 s
+  auto again = cluster.server->Get("gpuqueues.phalanx.io", "", "team-a");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)["metadata"].value("resourceVersion", ""), version) << "status rewritten without a change";
 }
 
 TEST_F(QueueFixture, ABorrowedTrainingJobIsAskedToCheckpointAndStopInsteadOfEvicted) {
@@ -198,6 +218,39 @@ TEST_F(QueueFixture, AMalformedGpuQueueIsSkippedWithAWarningNamingTheFieldAndCha
     return false;
   })) << ext->Log();
   // team-b keeps its last valid quota.
+  EXPECT_EQ(TeamQueue("team-b")["pools"][0]["nominal"], 8.0) << ext->State().dump();
+}
+
+// A GpuQueue the schema accepts but the set refuses (its parent does not exist) is not enforced,
+// and its status says why; the queues in force keep running and say their new set is not applied.
+TEST_F(QueueFixture, AQueueWhoseParentIsMissingSaysWhyInItsActiveCondition) {
+  SeedQueues();
+  StartExtender();
+  ASSERT_TRUE(WaitUntil([&] { return !TeamQueue("team-b").is_null(); })) << ext->State().dump();
+  auto created = cluster.server->Create("gpuqueues.phalanx.io",
+                                        Json{{"apiVersion", "phalanx.io/v1alpha1"},
+                                             {"kind", "GpuQueue"},
+                                             {"metadata", {{"name", "team-c"}}},
+                                             {"spec", {{"parent", "org"}, {"quotas", Json::array({{{"pool", "H100"}, {"nominal", 2}}})}}}});
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto active = [](const Json& q) {
+    for (const Json& c : q.value("status", Json::object()).value("conditions", Json::array())) {
+      if (c.value("type", "") == "Active") return c;
+    }
+    return Json::object();
+  };
+  auto c = cluster.server->WaitFor("gpuqueues.phalanx.io", "", "team-c", [&](const Json& q) {
+    return active(q).value("reason", "") == "QueueSetInvalid";
+  });
+  ASSERT_TRUE(c.ok()) << c.status() << "\n" << ext->Log();
+  EXPECT_EQ(active(*c)["status"], "False");
+  EXPECT_NE(active(*c).value("message", "").find("spec.parent"), std::string::npos) << c->dump();
+  EXPECT_FALSE((*c)["status"].contains("pools")) << "a queue not enforced shows no usage";
+  auto b = cluster.server->WaitFor("gpuqueues.phalanx.io", "", "team-b", [&](const Json& q) {
+    return active(q).value("reason", "") == "PreviousSpecInForce";
+  });
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(active(*b)["status"], "True");
   EXPECT_EQ(TeamQueue("team-b")["pools"][0]["nominal"], 8.0) << ext->State().dump();
 }
 

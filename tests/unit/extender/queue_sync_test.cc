@@ -1,10 +1,9 @@
-// GpuQueue objects as team queues (extender/queue_sync.h) and the status rate limit
-// (extender/queue_status.h): pure, no API server.
+// GpuQueue objects as team queues (extender/queue_sync.h): pure, no API server. Their status
+// (extender/queue_status.h): queue_status_test.cc.
 #include <gtest/gtest.h>
 
 #include "core/json/json.h"
 #include "extender/config.h"
-#include "extender/queue_status.h"
 #include "extender/queue_sync.h"
 
 namespace phalanx::extender {
@@ -85,25 +84,6 @@ TEST(AssignQueues, SkipsInvalidQueuesMapsNamespacesAndNeedsOneDefault) {
   EXPECT_EQ(orphan.status().message(), "GpuQueue child: spec.parent: no queue \"missing\"");
 
   EXPECT_TRUE(AssignQueues({}, {})->config.queues.empty());  // no GpuQueue: queues off
-}
-
-TEST(QueueStatusPlan, WritesOnlyChangesAtMostOncePerInterval) {
-  QueueStatusPlan plan(std::chrono::seconds(10));
-  const auto t0 = QueueStatusPlan::Clock::time_point{} + std::chrono::hours(1);
-  QueueStatusInfo q{"team-a", {{"H100", 8000, 12000, 4000, 0}}, 1, 8000, 0.75};
-  const std::map<std::string, int64_t> objects = {{"team-a", 2}};
-  auto due = plan.Due({q}, objects, t0);
-  ASSERT_EQ(due.size(), 1u);
-  EXPECT_EQ(due[0].patch["status"]["usageSummary"], "H100: 12/8 +4 borrowed");
-  EXPECT_EQ(due[0].patch["status"]["pools"][0]["borrowed"], 4.0);
-  EXPECT_EQ(due[0].patch["status"]["pendingGpus"], 8.0);
-  EXPECT_EQ(due[0].patch["status"]["observedGeneration"], 2);
-  plan.Written("team-a", q, 2, t0);
-  EXPECT_TRUE(plan.Due({q}, objects, t0 + std::chrono::minutes(5)).empty());  // unchanged
-  q.pending_gangs = 2;
-  EXPECT_TRUE(plan.Due({q}, objects, t0 + std::chrono::seconds(3)).empty());  // changed, but written lately
-  EXPECT_EQ(plan.Due({q}, objects, t0 + std::chrono::seconds(11)).size(), 1u);
-  EXPECT_TRUE(plan.Due({q}, {}, t0 + std::chrono::seconds(30)).empty());  // no object: nothing to write
 }
 
 }  // namespace
