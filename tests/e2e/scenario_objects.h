@@ -15,6 +15,7 @@ struct JobShape {
   std::string checkpoint_dir;  // "" = no checkpointing
   int flush_seconds = 0;
   int gang_timeout_seconds = 60;
+  std::string queue;  // spec.scheduling.queue (a GpuQueue); "" = none
 };
 
 inline kube::Json TrainingJob(const JobShape& s) {
@@ -31,6 +32,7 @@ inline kube::Json TrainingJob(const JobShape& s) {
          {{"spec",
            {{"terminationGracePeriodSeconds", 30},
             {"containers", kube::Json::array({{{"name", "trainer"}, {"image", "trainer:e2e"}}})}}}}}}}};
+  if (!s.queue.empty()) job["spec"]["scheduling"]["queue"] = s.queue;
   if (!s.checkpoint_dir.empty()) {
     job["spec"]["checkpoint"] = {{"dir", s.checkpoint_dir}, {"flushSeconds", s.flush_seconds}};
   }

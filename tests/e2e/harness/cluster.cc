@@ -11,6 +11,7 @@
 
 #include "core/json/json.h"
 #include "core/kube/config.h"
+#include "tests/e2e/harness/apply.h"
 #include "tests/e2e/harness/poll.h"
 #include "tests/e2e/harness/ports.h"
 #include "tests/fakes/apiserver/raw_client.h"
@@ -168,8 +169,16 @@ Status Cluster::StartApiServer() {
   auto client = kube::KubeClient::Create(*config, co);
   if (!client.ok()) return client.status();
   client_ = std::move(client).value();
+  for (const auto& manifest : options_.manifests) {
+    auto text = ReadFile(std::string(PHALANX_TEST_SOURCE_DIR) + "/" + manifest);
+    if (!text) return NotFoundError("no manifest " + manifest);
+    auto applied = Apply(*text);
+    if (!applied.ok()) return applied.status().WithContext(manifest);
+  }
   return OkStatus();
 }
+
+Result<std::vector<kube::Json>> Cluster::Apply(std::string_view yaml) { return ApplyManifest(*client_, yaml, ns()); }
 
 Status Cluster::StartNode(Node& node, size_t index) {
   node.dir = dir() + "/" + node.spec.name;

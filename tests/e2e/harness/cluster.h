@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/result.h"
@@ -50,6 +51,10 @@ struct ClusterOptions {
   // What the workers write as their termination message when stopped (KubeletDriverOptions);
   // unset = the driver's default, a new committed checkpoint.
   std::function<std::string(const kube::Json& pod)> termination_message;
+  // Manifests (YAML files, paths relative to the source tree) applied as `kubectl apply -f`
+  // once the API server runs and before any daemon starts: what the chart installs first
+  // (e.g. helm/phalanx/crds/phalanx.io_gpuqueues.yaml).
+  std::vector<std::string> manifests;
 };
 
 // Paths of the binaries under test (built by the e2e target's dependencies).
@@ -67,6 +72,8 @@ class Cluster {
   const std::string& ns() const { return options_.namespace_; }
   kube::KubeClient& client() { return *client_; }
   std::string api_url() const;
+  // `kubectl apply -f -` of `yaml` (harness/apply.h); namespaced objects without one go to ns().
+  Result<std::vector<kube::Json>> Apply(std::string_view yaml);
   // http://127.0.0.1:<port> of the operator's progress endpoint ("" unless progress_endpoint).
   std::string progress_url() const {
     return progress_port_ == 0 ? "" : "http://127.0.0.1:" + std::to_string(progress_port_);
@@ -87,6 +94,9 @@ class Cluster {
   SchedulerDriver* scheduler() { return scheduler_.get(); }
   // The extender's verbs, as the chart's urlPrefix: "http://127.0.0.1:PORT/v1".
   std::string extender_url() const { return "http://127.0.0.1:" + std::to_string(extender_port_) + "/v1"; }
+  // The extender's --metrics-addr (/metrics, /debug/explain, /debug/state), as `phalanx explain
+  // --extender` takes it.
+  std::string extender_metrics_url() const { return "http://127.0.0.1:" + std::to_string(extender_metrics_port_); }
   // Kills the extender (SIGKILL, a crash) and starts it again on the same ports.
   Status RestartExtender();
 
