@@ -524,7 +524,10 @@ void Extender::CarryOutEviction(const PlannedEviction& e) {
   if (v == nullptr) return;  // gone already: its GPUs are free
   if (e.notice) {
     if (const TrainingJobInfo* tj = JobOf(e.victim)) {
-      RequestNotice({{tj->Key(), fmt::format("{}-{}", e.preemptor_key, tj->Key())}}, e.preemptor);
+      RequestNotice({{tj->Key(), fmt::format("{}-{}", e.preemptor_key, tj->Key())}}, e.preemptor, e.reason);
+    }
+    for (const PodUid& uid : v->members) {
+      if (const PodRecord* rec = ledger_.FindPod(uid)) Event(rec->info, "Normal", "Preempted", e.reason + " (asked to checkpoint and stop)");
     }
     stats_.preempt_accepted++;
     return;

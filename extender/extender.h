@@ -222,7 +222,9 @@ class Extender {
   void RecordFilterSummary(const PodInfo& pod, const FilterResult& r);
   double GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* notice, std::string* job) const;
   PreemptResult PreemptGang(const PreemptArgs& args, const PodRecord& preemptor);
-  void RequestNotice(const std::map<std::string, std::string>& jobs, const PodInfo& preemptor);
+  // `reason` "" = "preempted by <preemptor> (priority N)" (tier preemption).
+  void RequestNotice(const std::map<std::string, std::string>& jobs, const PodInfo& preemptor,
+                     std::string_view reason = {});
   // Why the API server would refuse evicting all of `victims` ("" = it would not). Lock held.
   std::string BudgetRefusal(const std::vector<const PodRecord*>& victims) const;
   void OnEvictionReport(const EvictionReport& report);

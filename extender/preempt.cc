@@ -197,14 +197,16 @@ double Extender::GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* 
   return elapsed * std::popcount(pod.gpus);
 }
 
-void Extender::RequestNotice(const std::map<std::string, std::string>& jobs, const PodInfo& preemptor) {
+void Extender::RequestNotice(const std::map<std::string, std::string>& jobs, const PodInfo& preemptor,
+                             std::string_view reason) {
   const SystemTime now = clock_.WallNow();
   for (const auto& [key, request_id] : jobs) {
     const TrainingJobInfo* tj = ledger_.FindTrainingJob(key);
     if (!tj || !tj->preempt_request.empty()) continue;  // already asked
     json::Json req = {{"requestId", request_id},
                       {"deadline", FormatRfc3339(now + std::chrono::seconds(static_cast<int64_t>(tj->notice_seconds_needed) + 60))},
-                      {"reason", fmt::format("preempted by {} (priority {})", preemptor.Key(), preemptor.priority)},
+                      {"reason", reason.empty() ? fmt::format("preempted by {} (priority {})", preemptor.Key(), preemptor.priority)
+                                                : std::string(reason)},
                       {"preemptor", preemptor.Key()}};
     TrainingJobInfo updated = *tj;
     updated.preempt_request = json::Dump(req);

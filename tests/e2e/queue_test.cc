@@ -454,12 +454,13 @@ TEST(E2eQueues, ABorrowedTrainingJobIsToldToCheckpointAndResumesFromItAfterTheRe
   EXPECT_EQ(job["status"]["checkpoint"]["lastCommitted"].value("path", ""), "/ckpt/a-train/step-42")
       << job["status"].dump();
   EXPECT_GE(job["status"].value("disruptions", 0), 1) << job["status"].dump();
-  // The notice is visible on the job: who asked, then the drain after the checkpoint. (That it
-  // was a queue reclaim is not said: known problem 2, the disabled test below.)
+  // The notice is visible on the job: that it is the queue's reclaim (README known problem 2,
+  // fixed), then the drain after the checkpoint.
+  EXPECT_NE(notice.request.find("queue team-b reclaims its nominal quota"), std::string::npos) << notice.request;
   std::vector<std::string> events;
   EXPECT_TRUE(PollUntil([&] {
     events = EventsAbout(*cluster, "TrainingJob", "a-train");
-    return AnyContains(events, "PreemptionRequested", "ml/b-train-a1-0") &&
+    return AnyContains(events, "PreemptionRequested", "queue team-b reclaims its nominal quota") &&
            AnyContains(events, "PreemptionDraining", "Checkpointed");
   })) << Json(events).dump();
 
@@ -492,24 +493,6 @@ TEST(E2eQueues, ABorrowedTrainingJobIsToldToCheckpointAndResumesFromItAfterTheRe
   bool succeeded = false;
   job = WaitJobPhase(*cluster, "a-train", "Succeeded", &succeeded);
   EXPECT_TRUE(succeeded) << job.dump() << cluster->Diagnostics();
-}
-
-// Known problem 2 (README.md): a TrainingJob taken back gracefully by a queue reclaim is told
-// "preempted by ml/b-train-a1-0 (priority 1000)" — by a job of its own tier, with no word of the
-// queue — while an evicted gang's pods get "queue reclaim for ...: queue team-b reclaims its
-// nominal quota ...". Disabled until the extender passes the reclaim's reason into the request.
-TEST(E2eQueues, DISABLED_AGracefullyReclaimedTrainingJobIsToldItWasTheQueueReclaim) {
-  auto cluster = StartCluster(GracefulCluster());
-  ASSERT_TRUE(cluster);
-  NoticeGiven notice;
-  TeamBArrivesWhileTeamABorrowsWithACheckpointingJob(*cluster, &notice);
-  if (HasFatalFailure()) return;
-  EXPECT_NE(notice.request.find("queue team-b reclaims its nominal quota"), std::string::npos) << notice.request;
-  std::vector<std::string> events;
-  EXPECT_TRUE(PollUntil([&] {
-    events = EventsAbout(*cluster, "TrainingJob", "a-train");
-    return AnyContains(events, "PreemptionRequested", "queue team-b reclaims its nominal quota");
-  })) << Json(events).dump();
 }
 
 }  // namespace
