@@ -114,6 +114,17 @@ std::string RenderTable(const SimulationReport& r) {
     row("  worst deviation from fair share", [](const PolicyReport& p) {
       return fmt::format("{:.0f}%", 100 * p.fairness.worst_window_deviation);
     });
+    row("    in (queue @ window start)", [](const PolicyReport& p) {
+      const WindowReport* worst = nullptr;
+      const WindowReport::Queue* worst_queue = nullptr;
+      for (const WindowReport& w : p.fairness.contended_windows)
+        for (const WindowReport::Queue& q : w.queues)
+          if (worst_queue == nullptr || q.deviation > worst_queue->deviation) {
+            worst = &w;
+            worst_queue = &q;
+          }
+      return worst ? fmt::format("{} @{:g}h", worst_queue->name, worst->start_hours) : std::string("-");
+    });
     row("reclaim preemptions (per job)", [](const PolicyReport& p) {
       return fmt::format("{} ({:.3f})", p.fairness.reclaim_preemptions, p.fairness.reclaims_per_job);
     });

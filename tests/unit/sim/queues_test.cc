@@ -95,11 +95,62 @@ TEST(SimQueuesTest, WindowsCompareEachQueueWithItsFairShare) {
   EXPECT_DOUBLE_EQ(rep.fairness.worst_window_deviation, 0.5);
   ASSERT_EQ(rep.queues.size(), 2u);
   EXPECT_DOUBLE_EQ(rep.queues[b].worst_window_deviation, 0.5);
+  ASSERT_EQ(rep.fairness.contended_windows.size(), 2u);
+  EXPECT_DOUBLE_EQ(rep.fairness.contended_windows[1].start_hours, 6);
+  ASSERT_EQ(rep.fairness.contended_windows[0].queues.size(), 2u);
+  EXPECT_EQ(rep.fairness.contended_windows[0].queues[1].name, "team-b");
+  EXPECT_DOUBLE_EQ(rep.fairness.contended_windows[0].queues[1].gpus, 4);
+  EXPECT_DOUBLE_EQ(rep.fairness.contended_windows[0].queues[1].fair_share, 8);
   // team-b was below min(demand 16, nominal 8) = 8 for the first window only.
   EXPECT_DOUBLE_EQ(rep.queues[b].hours_below_entitlement, 6);
   EXPECT_DOUBLE_EQ(rep.queues[b].gpu_hours_below_entitlement, 4 * 6);
   // Jain over (12/8, 4/8) then (1, 1), time-weighted over 2.5 windows of contention.
   EXPECT_NEAR(rep.fairness.jain_index, (0.8 * 1 + 1 * 1.5) / 2.5, 1e-9);
+}
+
+// A window's fair share is the time average of the fair share at each instant. Here
+// team-b wants 16 GPUs for half the window and 2 for the other half while team-a floods,
+// and each team runs exactly its fair share at every instant (8/8, then 14/2): no
+// deviation. Water-filling the window's mean demand instead (team-b: 9 -> fair 8, team-a
+// 8) would call this perfect schedule 37.5 % unfair to team-b (mean 5 GPUs) and 37.5 %
+// over for team-a (mean 11): the definition the two-team example was first measured with.
+TEST(SimQueuesTest, WindowFairShareIsTheTimeAverageOfTheInstantaneousOne) {
+  const scheduling::QueueConfig c = ParseClusterSpec(kTwoTeams, "two.yaml")->queues;
+  QueueTracker t(c, 16, 0);
+  const int a = t.IndexOf("team-a"), b = t.IndexOf("team-b");
+  t.AddDemand(a, 32);
+  t.AddDemand(b, 16);
+  t.AddRunning(a, 8);
+  t.AddRunning(b, 8);
+  t.Advance(0, QueueTracker::kWindow / 2);
+  t.AddDemand(b, -14);
+  t.AddRunning(b, -6);
+  t.AddRunning(a, 6);
+  t.Advance(QueueTracker::kWindow / 2, QueueTracker::kWindow);
+  PolicyReport rep;
+  t.FillReport(rep, QueueTracker::kWindow);
+  ASSERT_EQ(rep.fairness.windows, 1);
+  EXPECT_EQ(rep.fairness.windows_within_10pct, 1);
+  EXPECT_NEAR(rep.fairness.worst_window_deviation, 0, 1e-12);
+  ASSERT_EQ(rep.fairness.contended_windows[0].queues.size(), 2u);
+  EXPECT_DOUBLE_EQ(rep.fairness.contended_windows[0].queues[a].fair_share, 11);
+  EXPECT_DOUBLE_EQ(rep.fairness.contended_windows[0].queues[b].fair_share, 5);
+  EXPECT_NEAR(rep.fairness.jain_index, 1, 1e-12);
+
+  // The same demand, team-b held at 2 GPUs throughout (team-a 14): 60 % below its fair
+  // share of 5 while it wanted 16, and the window fails.
+  QueueTracker starved(c, 16, 0);
+  starved.AddDemand(a, 32);
+  starved.AddDemand(b, 16);
+  starved.AddRunning(a, 14);
+  starved.AddRunning(b, 2);
+  starved.Advance(0, QueueTracker::kWindow / 2);
+  starved.AddDemand(b, -14);
+  starved.Advance(QueueTracker::kWindow / 2, QueueTracker::kWindow);
+  PolicyReport rep2;
+  starved.FillReport(rep2, QueueTracker::kWindow);
+  EXPECT_EQ(rep2.fairness.windows_within_10pct, 0);
+  EXPECT_NEAR(rep2.queues[b].worst_window_deviation, 0.6, 1e-12);
 }
 
 // team-a floods both nodes first; team-b's gang arrives later and takes its node back.
@@ -140,6 +191,7 @@ TEST(SimQueuesTest, PhalanxReclaimsLentGpusAndReportsPerQueue) {
   const std::string json = RenderJson(*report);
   EXPECT_NE(json.find("\"reclaimPreemptions\""), std::string::npos);
   EXPECT_NE(json.find("\"jainIndex\""), std::string::npos);
+  EXPECT_NE(json.find("\"contendedWindows\""), std::string::npos);
   const std::string table = RenderTable(*report);
   EXPECT_NE(table.find("queue team-b (nominal 8 GPUs"), std::string::npos) << table;
   EXPECT_NE(RenderHtml(*report).find("share of GPUs by queue"), std::string::npos);
