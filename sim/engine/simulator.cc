@@ -5,6 +5,7 @@
 #include "sim/engine/simulator.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <map>
 
@@ -80,7 +81,7 @@ void Simulator::Enqueue(JobId id) {
   ++queued_;
   dirty_ = true;
   if (!job(id).IsMig()) ++waiting_by_pool_[job(id).pool.value_or("")];
-  queues_.AddDemand(QueueOf(id), JobGpus(job(id)));
+  queues_.AddDemand(QueueOf(id), QueueGpus(job(id)));
   if (job(id).IsMig()) {
     mig_queue_.emplace(-job(id).priority, mig_seq_++, id);
     return;
@@ -110,8 +111,8 @@ void Simulator::HandleFinish(JobId id, uint32_t token) {
   const double g = JobGpus(job(id));
   alloc_gpus_ -= g;
   busy_gpus_ -= g;
-  queues_.AddRunning(QueueOf(id), -g);
-  queues_.AddDemand(QueueOf(id), -g);
+  queues_.AddRunning(QueueOf(id), -QueueGpus(job(id)));
+  queues_.AddDemand(QueueOf(id), -QueueGpus(job(id)));
   running_.erase(id);
   r.phase = JobPhase::kDone;
   r.finish = now_;
@@ -145,11 +146,15 @@ PolicyReport Simulator::Run() {
   }
   first_submit_ = n ? workload_.jobs.front().submit : 0;
   if (config_.queues.enabled()) {
-    queues_ = QueueTracker(config_.queues, state_.TotalGpus(), first_submit_);
+    // Queue shares are of every GPU, MIG-mode GPUs included (a MIG job counts its devices'
+    // fraction of a GPU in its queue).
+    int mig_gpus = 0;
+    for (placement::NodeIndex k : state_.Nodes()) mig_gpus += std::popcount(state_.node(k).spec.mig);
+    queues_ = QueueTracker(config_.queues, state_.TotalGpus() + mig_gpus, first_submit_);
     job_queue_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       job_queue_[i] = queues_.IndexOf(workload_.jobs[i].queue);
-      if (runs_[i].phase != JobPhase::kNeverFits && !workload_.jobs[i].IsMig()) queues_.CountJob(job_queue_[i]);
+      if (runs_[i].phase != JobPhase::kNeverFits) queues_.CountJob(job_queue_[i]);
     }
   }
   const double span = n ? workload_.jobs.back().submit - first_submit_ : 0;

@@ -55,8 +55,8 @@ Status Simulator::PreemptNow(JobId id, bool checkpointed) {
   ReleasePods(id);
   alloc_gpus_ -= JobGpus(j);
   busy_gpus_ -= JobGpus(j);
-  queues_.AddRunning(QueueOf(id), -JobGpus(j));
-  queues_.AddDemand(QueueOf(id), -JobGpus(j));  // until it is queued again
+  queues_.AddRunning(QueueOf(id), -QueueGpus(j));
+  queues_.AddDemand(QueueOf(id), -QueueGpus(j));  // until it is queued again
   queues_.Preempted(QueueOf(id), r.reclaim);
   r.reclaim = false;
   running_.erase(id);

@@ -126,7 +126,7 @@ void Simulator::BecomeRunning(JobId id) {
     r.nodes.push_back(a ? state_.node(a->node).spec.name : NodeName());
   }
   busy_gpus_ += JobGpus(j);
-  queues_.AddRunning(QueueOf(id), JobGpus(j));
+  queues_.AddRunning(QueueOf(id), QueueGpus(j));
   RecordTopology(id);
   events_.Push(now_ + r.remaining, EventType::kFinish, id, r.token);
   ++real_pending_;

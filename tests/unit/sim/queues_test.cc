@@ -1,6 +1,8 @@
 // Team queues in the simulator: the cluster description's `queues:`, the trace's queue
 // column mapped to them, the phalanx policy enforcing them (reclaim) and the report's
 // per-queue usage, time below min(demand, nominal), fair share and Jain's index.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "sim/engine/queue_tracker.h"
@@ -195,6 +197,51 @@ TEST(SimQueuesTest, PhalanxReclaimsLentGpusAndReportsPerQueue) {
   const std::string table = RenderTable(*report);
   EXPECT_NE(table.find("queue team-b (nominal 8 GPUs"), std::string::npos) << table;
   EXPECT_NE(RenderHtml(*report).find("share of GPUs by queue"), std::string::npos);
+}
+
+// A MIG job counts in its team queue in GPU-equivalents (a device's compute slices over 7,
+// core/scheduling MigProfileMilli), and queue shares are of every GPU, MIG-mode ones included.
+TEST(SimQueuesTest, MigJobsCountInTheirQueueInGpuEquivalents) {
+  constexpr char kMigTeams[] = R"(
+name: mig-teams
+nodeGroups:
+  - name: a100
+    count: 2
+    gpuModel: A100-SXM4-80GB
+    gpusPerNode: 4
+    mig:
+      - {gpus: 2, layout: [3g.40gb, 3g.40gb]}
+queues:
+  - {name: team-a, cohort: lab, quotas: [{pool: A100-SXM4-80GB, nominal: 4}]}
+  - {name: team-b, cohort: lab, quotas: [{pool: A100-SXM4-80GB, nominal: 4}]}
+defaultQueue: team-a
+)";
+  auto spec = ParseClusterSpec(kMigTeams, "mig-teams.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  Job whole = MakeJob(0, 3600, 1, 2);
+  whole.queue = "team-a";
+  Job mig = MakeJob(0, 3600, 1, 3);  // three 3g.40gb devices: 3 x 0.428 GPU
+  mig.mig_profile = "3g.40gb";
+  mig.queue = "team-b";
+  const Workload w = MakeWorkload({whole, mig});
+  RunOptions opts;
+  opts.policies = {"phalanx"};
+  auto report = RunSimulation(*spec, w, opts);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const PolicyReport& p = report->policies[0];
+  ASSERT_EQ(p.mig_completed, 1);
+  ASSERT_EQ(p.queues.size(), 2u);
+  EXPECT_EQ(p.queues[1].jobs, 1);
+  EXPECT_NEAR(p.queues[1].gpu_hours, 3 * 0.428, 1e-9);
+  EXPECT_NEAR(p.queues[0].gpu_hours, 2, 1e-9);
+  // 4 whole + 4 MIG-mode GPUs = 8; one hour of makespan.
+  EXPECT_NEAR(p.queues[1].mean_share, 3 * 0.428 / 8, 1e-9);
+  EXPECT_NEAR(p.queues[0].mean_share, 2.0 / 8, 1e-9);
+  // It ran at once: never below min(demand, nominal).
+  EXPECT_DOUBLE_EQ(p.queues[1].hours_below_entitlement, 0);
+  bool seen = false;
+  for (const Sample& s : p.timeline) seen = seen || (s.queue_gpus.size() == 2 && std::abs(s.queue_gpus[1] - 1.284) < 1e-9);
+  EXPECT_TRUE(seen);
 }
 
 TEST(SimQueuesTest, WithoutQueuesTheReportHasNoQueueSection) {
