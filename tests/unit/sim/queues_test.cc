@@ -8,6 +8,7 @@
 #include "sim/engine/queue_tracker.h"
 #include "sim/engine/run.h"
 #include "sim/report/writers.h"
+#include "sim/trace/readers.h"
 #include "tests/unit/sim/test_util.h"
 
 namespace phalanx::sim {
@@ -196,7 +197,20 @@ TEST(SimQueuesTest, PhalanxReclaimsLentGpusAndReportsPerQueue) {
   EXPECT_NE(json.find("\"contendedWindows\""), std::string::npos);
   const std::string table = RenderTable(*report);
   EXPECT_NE(table.find("queue team-b (nominal 8 GPUs"), std::string::npos) << table;
-  EXPECT_NE(RenderHtml(*report).find("share of GPUs by queue"), std::string::npos);
+  // The HTML plots, per policy, each queue's share (solid), demand (dashed) and nominal quota (dotted).
+  const std::string html = RenderHtml(*report);
+  const size_t chart = html.find("phalanx: share of GPUs by queue");
+  ASSERT_NE(chart, std::string::npos);
+  EXPECT_NE(html.find("gang-binpack: share of GPUs by queue"), std::string::npos);
+  const std::string svg = html.substr(chart, html.find("</svg>", chart) - chart);
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<polyline"), 4u);               // share and demand of two queues
+  EXPECT_EQ(count("stroke-dasharray='1 3'"), 2u);  // their nominal quotas
+  EXPECT_NE(svg.find(">team-b</text>"), std::string::npos);
 }
 
 // A MIG job counts in its team queue in GPU-equivalents (a device's compute slices over 7,
@@ -242,6 +256,55 @@ defaultQueue: team-a
   bool seen = false;
   for (const Sample& s : p.timeline) seen = seen || (s.queue_gpus.size() == 2 && std::abs(s.queue_gpus[1] - 1.284) < 1e-9);
   EXPECT_TRUE(seen);
+}
+
+// The bundled examples (sim/data), as `make demo` and bench/RESULTS.md replay them.
+struct Example {
+  PolicyReport queues, no_queues;
+};
+Example ReplayExample(const std::string& name) {
+  Example out;
+  auto spec = LoadClusterSpec(testing::SourceDir() + "/sim/data/" + name + "-cluster.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  auto w = ReadTrace(testing::SourceDir() + "/sim/data/" + name + "-mix.csv", "phalanx");
+  EXPECT_TRUE(w.ok()) << w.status();
+  if (!spec.ok() || !w.ok()) return out;
+  RunOptions opts;
+  opts.policies = {"phalanx"};
+  auto with = RunSimulation(*spec, *w, opts);
+  spec->queues = {};  // --no-queues
+  auto without = RunSimulation(*spec, *w, opts);
+  EXPECT_TRUE(with.ok() && without.ok());
+  if (with.ok()) out.queues = with->policies[0];
+  if (without.ok()) out.no_queues = without->policies[0];
+  return out;
+}
+
+// Issue 17's simulator targets on the two-team example: every contended 6-hour window
+// within 10 % of fair share, utilisation >= 98 % of the run without queues, reclaims <= 0.1
+// per job. (bench/RESULTS.md, "Two teams", has the figures.)
+TEST(SimQueuesTest, TwoTeamExampleMeetsTheTargets) {
+  const Example e = ReplayExample("two-team");
+  ASSERT_EQ(e.queues.completed, 607);
+  ASSERT_EQ(e.queues.queues.size(), 2u);
+  EXPECT_GE(e.queues.fairness.windows, 3);
+  EXPECT_EQ(e.queues.fairness.windows_within_10pct, e.queues.fairness.windows)
+      << "worst " << e.queues.fairness.worst_window_deviation;
+  EXPECT_GE(e.queues.gpu_utilisation, 0.98 * e.no_queues.gpu_utilisation);
+  EXPECT_LE(e.queues.fairness.reclaims_per_job, 0.1);
+}
+
+// The three-team example (generated apart, not tuned on): it replays, every queue is
+// reported, and reclaims stay rare. Its utilisation and fairness miss the targets at the
+// default settings (bench/RESULTS.md): not asserted as passing.
+TEST(SimQueuesTest, ThreeTeamExampleReplays) {
+  const Example e = ReplayExample("three-team");
+  ASSERT_EQ(e.queues.completed, 2454);
+  ASSERT_EQ(e.queues.queues.size(), 3u);
+  EXPECT_EQ(e.queues.queues[2].name, "infra");
+  EXPECT_GT(e.queues.fairness.windows, 10);
+  EXPECT_LE(e.queues.fairness.reclaims_per_job, 0.1);
+  EXPECT_GT(e.queues.fairness.jain_index, 0.9);
 }
 
 TEST(SimQueuesTest, WithoutQueuesTheReportHasNoQueueSection) {
