@@ -83,13 +83,13 @@ double QueueTracker::Jain(const std::vector<double>& x) {
   return sq > 0 ? sum * sum / (static_cast<double>(x.size()) * sq) : 1;
 }
 
-void QueueTracker::AddToWindow(size_t w, double dt) {
+void QueueTracker::AddToWindow(size_t w, double dt, const std::vector<double>& fair) {
   const size_t n = names_.size();
   if (windows_.size() <= w) windows_.resize(w + 1, Window{std::vector<double>(n, 0), std::vector<double>(n, 0), std::vector<double>(n, 0)});
   Window& win = windows_[w];
   for (size_t i = 0; i < n; ++i) {
     win.usage[i] += running_[i] * dt;
-    win.demand[i] += demand_[i] * dt;
+    win.fair[i] += fair[i] * dt;
     if (demand_[i] > 1e-9) win.demand_time[i] += dt;
   }
 }
@@ -108,8 +108,12 @@ void QueueTracker::Advance(double from, double to) {
     }
     if (demand_[i] > 1e-9) ++contending;
   }
+  // The fair share at this instant (demand is constant between two calls). A window's fair
+  // share is its time average: water-filling the window's mean demand instead would
+  // promise a queue whose demand crossed its share during the window more than any
+  // schedule could give it (min(mean d, s) >= mean min(d, s)).
+  const std::vector<double> fair = FairShares(demand_, weights_, capacity_);
   if (contending >= 2) {
-    const std::vector<double> fair = FairShares(demand_, weights_, capacity_);
     std::vector<double> x;
     for (size_t i = 0; i < n; ++i)
       if (demand_[i] > 1e-9 && fair[i] > 1e-9) x.push_back(running_[i] / fair[i]);
@@ -122,7 +126,7 @@ void QueueTracker::Advance(double from, double to) {
     const auto w = static_cast<size_t>(std::max(0.0, std::floor((t - start_) / kWindow)));
     const double edge = start_ + static_cast<double>(w + 1) * kWindow;
     const double until = std::min(to, edge);
-    AddToWindow(w, until - t);
+    AddToWindow(w, until - t, fair);
     t = until;
   }
 }
@@ -143,25 +147,25 @@ void QueueTracker::FillReport(PolicyReport& rep, double end) const {
     const Window& win = windows_[w];
     const double length = std::min(kWindow, end - (start_ + static_cast<double>(w) * kWindow));
     if (length < kWindow * 0.999) continue;  // the last, partial window
-    std::vector<double> demand(n, 0), usage(n, 0);
     int contending = 0;
-    for (size_t i = 0; i < n; ++i) {
-      demand[i] = win.demand[i] / length;
-      usage[i] = win.usage[i] / length;
+    for (size_t i = 0; i < n; ++i)
       if (win.demand_time[i] >= length * 0.999) ++contending;
-    }
     if (contending < 2) continue;
     ++f.windows;
-    const std::vector<double> fair = FairShares(demand, weights_, capacity_);
+    WindowReport wr;
+    wr.start_hours = static_cast<double>(w) * kWindow / 3600;
     bool all_within = true;
     for (size_t i = 0; i < n; ++i) {
-      if (win.demand_time[i] < length * 0.999 || fair[i] <= 1e-9) continue;
-      const double deviation = std::abs(usage[i] - fair[i]) / fair[i];
+      const double usage = win.usage[i] / length, fair = win.fair[i] / length;
+      if (win.demand_time[i] < length * 0.999 || fair <= 1e-9) continue;
+      const double deviation = std::abs(usage - fair) / fair;
+      wr.queues.push_back(WindowReport::Queue{names_[i], usage, fair, deviation});
       worst[i] = std::max(worst[i], deviation);
       f.worst_window_deviation = std::max(f.worst_window_deviation, deviation);
       all_within = all_within && deviation <= kTolerance;
     }
     if (all_within) ++f.windows_within_10pct;
+    f.contended_windows.push_back(std::move(wr));
   }
   f.jain_index = contended_time_ > 0 ? jain_area_ / contended_time_ : 1;
   f.contended_hours = contended_time_ / 3600;

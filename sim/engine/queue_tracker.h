@@ -40,13 +40,15 @@ class QueueTracker {
   static double Jain(const std::vector<double>& x);
 
  private:
+  // Per queue: GPU-seconds run, fair-share GPU-seconds (the instantaneous fair share
+  // integrated over time) and seconds with demand.
   struct Window {
-    std::vector<double> usage, demand, demand_time;  // areas and time with demand, per queue
+    std::vector<double> usage, fair, demand_time;
   };
   void Change(std::vector<double>& v, int q, double gpus) {
     if (q >= 0) v[static_cast<size_t>(q)] += gpus;
   }
-  void AddToWindow(size_t w, double dt);
+  void AddToWindow(size_t w, double dt, const std::vector<double>& fair);
 
   std::vector<std::string> names_;
   std::vector<double> nominal_, weights_;  // entitlement weights (nominal, or fair-share weight)

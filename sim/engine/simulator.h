@@ -3,7 +3,9 @@
 // life: submit -> queued -> (members bound) -> running -> finished, with preemption
 // sending a job back through restart-from-checkpoint. Policies decide *what* to place
 // and *whom* to preempt through the methods below; the engine does the bookkeeping and
-// the metrics.
+// the metrics. Source files: simulator.cc (event loop, job life cycle), simulator_start.cc
+// (starting jobs), simulator_preempt.cc, simulator_metrics.cc (metrics, report),
+// simulator_cost.cc.
 //
 // Event loop: pop every event of the next instant, apply it, then (if anything changed)
 // ask the policy for one scheduling pass. Single-threaded and deterministic: the same
@@ -150,8 +152,8 @@ class Simulator {
   PodUid MemberPod(JobId id, int member) const;
 
  private:
-  void ScheduleMig();
-  void ReleasePods(JobId id);  // whole GPUs, shares or MIG devices of the current attempt  // MIG jobs: their own queue, placed by Policy::PlaceMig
+  void ScheduleMig();  // MIG jobs: their own queue, placed by Policy::PlaceMig
+  void ReleasePods(JobId id);  // whole GPUs, shares or MIG devices of the current attempt
   void HandleSubmit(JobId id);
   void HandleFinish(JobId id, uint32_t token);
   void HandleRestart(JobId id);

@@ -92,8 +92,8 @@ std::string TierBars(const SimulationReport& r) {
   return svg + "</svg>";
 }
 
-// One policy's team queues: each queue's share of the cluster's GPUs over time (solid)
-// and what it asked for (dashed, as a share too).
+// One policy's team queues: each queue's share of the cluster's GPUs over time (solid),
+// what it asked for (dashed, as a share too) and its nominal quota (dotted).
 std::string QueueShareChart(const SimulationReport& r, const PolicyReport& p) {
   const double W = 760, H = 260, L = 60, B = 30, T = 24;
   const double gpus = std::max(1, r.cluster_gpus);
@@ -102,11 +102,16 @@ std::string QueueShareChart(const SimulationReport& r, const PolicyReport& p) {
     tmax = std::max(tmax, s.time);
     for (double g : s.queue_gpus) vmax = std::max(vmax, g / gpus);
   }
+  for (const QueueReport& q : p.queues) vmax = std::max(vmax, q.nominal_gpus / gpus);
   vmax = std::min(1.0, std::max(vmax, 0.05));
   std::string svg = fmt::format(
       "<svg xmlns='http://www.w3.org/2000/svg' width='{0}' height='{1}' viewBox='0 0 {0} {1}'>"
-      "<text x='{2}' y='16' font-size='14' font-weight='bold'>{3}: share of GPUs by queue (dashed: demand)</text>",
+      "<text x='{2}' y='16' font-size='14' font-weight='bold'>{3}: share of GPUs by queue (dashed: demand, dotted: "
+      "nominal quota)</text>",
       W, H, L, Escape(p.policy));
+  svg += fmt::format("<text x='{}' y='{}' font-size='11'>0</text><text x='{}' y='{}' font-size='11' "
+                     "text-anchor='end'>{}</text>",
+                     L, H - 10, W - 10, H - 10, Escape(HumanSeconds(tmax)));
   for (int k = 0; k <= 4; ++k) {
     const double y = T + (H - T - B) * (1 - k / 4.0);
     svg += fmt::format("<line x1='{}' y1='{:.1f}' x2='{}' y2='{:.1f}' stroke='#ddd'/>", L, y, W - 10, y);
@@ -127,6 +132,10 @@ std::string QueueShareChart(const SimulationReport& r, const PolicyReport& p) {
     svg += fmt::format("<polyline fill='none' stroke='{}' stroke-width='1' stroke-dasharray='4 3' opacity='0.6' "
                        "points='{}'/>",
                        colour, wanted);
+    const double nominal_y = y_of(p.queues[q].nominal_gpus);
+    svg += fmt::format("<line x1='{}' y1='{:.1f}' x2='{}' y2='{:.1f}' stroke='{}' stroke-width='1' "
+                       "stroke-dasharray='1 3'/>",
+                       L, nominal_y, W - 10, nominal_y, colour);
     svg += fmt::format("<text x='{}' y='{}' font-size='11' fill='{}'>{}</text>", W - 150, T + 14 * (q + 1), colour,
                        Escape(p.queues[q].name));
   }

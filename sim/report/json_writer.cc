@@ -103,6 +103,14 @@ std::string RenderJson(const SimulationReport& r, bool include_timing) {
                         {"worstWindowDeviation", f.worst_window_deviation},
                         {"reclaimPreemptions", f.reclaim_preemptions},
                         {"reclaimsPerJob", f.reclaims_per_job}};
+      nlohmann::json windows = nlohmann::json::array();
+      for (const WindowReport& w : f.contended_windows) {
+        nlohmann::json qs = nlohmann::json::array();
+        for (const WindowReport::Queue& q : w.queues)
+          qs.push_back({{"queue", q.name}, {"gpus", q.gpus}, {"fairShare", q.fair_share}, {"deviation", q.deviation}});
+        windows.push_back({{"startHours", w.start_hours}, {"queues", qs}});
+      }
+      pj["fairness"]["contendedWindows"] = windows;
       nlohmann::json usage = nlohmann::json::array();
       for (const Sample& s : p.timeline) usage.push_back({s.time, s.queue_gpus, s.queue_demand});
       pj["queueTimeline"] = {{"columns", {"time", "gpusByQueue", "demandByQueue"}}, {"rows", usage}};

@@ -68,15 +68,28 @@ struct QueueReport {
   double cost = 0, lost_cost = 0;
 };
 
+// One 6-hour window in which at least two queues had demand throughout: each such queue's
+// mean GPUs, mean fair share and deviation.
+struct WindowReport {
+  struct Queue {
+    std::string name;
+    double gpus = 0, fair_share = 0, deviation = 0;
+  };
+  double start_hours = 0;  // since the first submit
+  std::vector<Queue> queues;
+};
+
 struct FairnessReport {
   // Jain's index over queues with demand of (GPUs run / fair share), time-weighted over
   // the time at least two queues had demand; fair share = capacity water-filled by
-  // nominal quota (weights when no quotas), each queue capped at its demand.
+  // nominal quota (weights when no quotas), each queue capped at its demand, at each
+  // instant (a window's fair share is the time average of it).
   double jain_index = 1;
   double contended_hours = 0;  // time at least two queues had demand
   int windows = 0;             // 6-hour windows in which at least two queues had demand throughout
   int windows_within_10pct = 0;  // ... in which every such queue was within 10% of its fair share
   double worst_window_deviation = 0;
+  std::vector<WindowReport> contended_windows;  // the `windows` counted, in time order
   int reclaim_preemptions = 0;
   double reclaims_per_job = 0;
 };

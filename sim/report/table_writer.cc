@@ -112,7 +112,18 @@ std::string RenderTable(const SimulationReport& r) {
       return fmt::format("{}/{}", p.fairness.windows_within_10pct, p.fairness.windows);
     });
     row("  worst deviation from fair share", [](const PolicyReport& p) {
-      return fmt::format("{:.0f}%", 100 * p.fairness.worst_window_deviation);
+      return fmt::format("{:.1f}%", 100 * p.fairness.worst_window_deviation);
+    });
+    row("    in (queue @ window start)", [](const PolicyReport& p) {
+      const WindowReport* worst = nullptr;
+      const WindowReport::Queue* worst_queue = nullptr;
+      for (const WindowReport& w : p.fairness.contended_windows)
+        for (const WindowReport::Queue& q : w.queues)
+          if (worst_queue == nullptr || q.deviation > worst_queue->deviation) {
+            worst = &w;
+            worst_queue = &q;
+          }
+      return worst ? fmt::format("{} @{:g}h", worst_queue->name, worst->start_hours) : std::string("-");
     });
     row("reclaim preemptions (per job)", [](const PolicyReport& p) {
       return fmt::format("{} ({:.3f})", p.fairness.reclaim_preemptions, p.fairness.reclaims_per_job);
@@ -126,7 +137,7 @@ std::string RenderTable(const SimulationReport& r) {
       queue_row("mean share of GPUs", [](const QueueReport& q) { return fmt::format("{:.1f}%", 100 * q.mean_share); });
       queue_row("hours below min(demand, nominal)", [](const QueueReport& q) { return fmt::format("{:.1f}", q.hours_below_entitlement); });
       queue_row("  GPU-hours missing", [](const QueueReport& q) { return fmt::format("{:.0f}", q.gpu_hours_below_entitlement); });
-      queue_row("worst 6-h deviation from fair", [](const QueueReport& q) { return fmt::format("{:.0f}%", 100 * q.worst_window_deviation); });
+      queue_row("worst 6-h deviation from fair", [](const QueueReport& q) { return fmt::format("{:.1f}%", 100 * q.worst_window_deviation); });
       queue_row("preemptions (reclaims)", [](const QueueReport& q) { return fmt::format("{} ({})", q.preemptions, q.reclaimed); });
       if (priced) {
         queue_row("cost (lost work)", [](const QueueReport& q) { return fmt::format("{:.2f} ({:.2f})", q.cost, q.lost_cost); });
