@@ -219,7 +219,7 @@ placement::GangSpec Extender::SpecOf(const GangRecord& g, int members) const {
   return spec;
 }
 
-std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
+std::string Extender::TryPlan(GangRecord& g, MonotonicTime now, bool* over_quota) {
   auto min = EffectiveMin(g, now);
   const int live = static_cast<int>(g.members.size());
   if (!min) {
@@ -243,11 +243,81 @@ std::string Extender::TryPlan(GangRecord& g, MonotonicTime now) {
   auto planned = placement::PlanGang(held ? *held : ledger_.state(), SpecOf(g, std::max(*min, live)));
   if (!planned.ok()) return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), planned.status().message());
   if (!planned->fits()) return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), planned->no_fit->Message());
+  // The team queue's quota, as the engine applies it to gated gangs: an ungated gang (no
+  // webhook, or created while it was away) must not run its queue past its quota either.
+  const int members = static_cast<int>(planned->plan->members.size());
+  const std::string pool = planned->plan->pool;
+  if (std::string why = QuotaRefusal(g, pool, members); !why.empty()) {
+    if (over_quota != nullptr) *over_quota = true;
+    return g.last_no_fit = fmt::format("gang {}: {}", g.key.str(), why);
+  }
   const GangKey key = g.key;
   Status st = ledger_.AdmitPlan(key, std::move(*planned->plan), now);
   if (!st.ok()) return fmt::format("gang {}: {}", key.str(), st.message());
+  RecordUncounted(g, pool, members);
   stats_.gangs_admitted++;
+  g.last_no_fit.clear();
   return "";
+}
+
+bool Extender::HoldsGpus(const GangRecord& g) const {
+  for (const PodUid& uid : g.members) {
+    const PodRecord* rec = ledger_.FindPod(uid);
+    if (rec != nullptr && rec->holding != Holding::kNone) return true;
+  }
+  return false;
+}
+
+void Extender::PruneUncounted() {
+  const scheduling::QueueLedger& counted = engine_.queues();
+  std::erase_if(uncounted_, [&](const auto& entry) {
+    if (counted.Tracks(entry.first)) return true;
+    const GangRecord* other = ledger_.FindGang(entry.first);
+    return other == nullptr || (!other->plan && !HoldsGpus(*other));
+  });
+}
+
+void Extender::RecordUncounted(const GangRecord& g, const std::string& pool, int members) {
+  // Reads engine_ under mu_ held exclusively (the locking rule, extender.h).
+  if (!engine_.queues().enabled()) return;
+  PruneUncounted();  // keeps it to the gangs of one pass interval, whatever path admits them
+  uncounted_[g.key] = UncountedUse{QueueOf(g), pool,
+                                   static_cast<scheduling::Milli>(members) *
+                                       std::clamp(g.gpus_per_member, 1, placement::kMaxGpusPerNode) *
+                                       scheduling::kMilliGpu,
+                                   g.priority};
+}
+
+std::string Extender::QuotaRefusal(const GangRecord& g, const std::string& pool, int members) {
+  // mu_ is held exclusively: nothing changes engine_ or queues_ meanwhile (extender.h).
+  const scheduling::QueueLedger& counted = engine_.queues();
+  if (!counted.enabled()) {
+    uncounted_.clear();
+    return "";
+  }
+  PruneUncounted();
+  if (!counted.Manages(pool)) return "";  // no queue has a quota there
+  // Already counted (a running gang re-planning members it lost): not a second time.
+  if ((counted.Tracks(g.key) || uncounted_.contains(g.key)) && HoldsGpus(g)) return "";
+  const std::string& queue = counted.Resolve(QueueOf(g));
+  const scheduling::Milli amount = static_cast<scheduling::Milli>(members) *
+                                   std::clamp(g.gpus_per_member, 1, placement::kMaxGpusPerNode) *
+                                   scheduling::kMilliGpu;
+  // Gangs planned since the last pass in this pool by this queue or one it shares capacity
+  // with change the answer: count them on a copy (the engine is never changed from here).
+  // Rare (several ungated gangs within one pass interval), so the copy is too. The copy's
+  // queues point at `counted`'s specs, which stay put while mu_ is held.
+  std::optional<scheduling::QueueLedger> with_uncounted;
+  for (const auto& [key, use] : uncounted_) {
+    if (use.pool != pool || key == g.key) continue;
+    const std::string& theirs = counted.Resolve(use.queue);
+    if (theirs != queue && !counted.SameGroup(theirs, queue)) continue;
+    if (!with_uncounted) with_uncounted.emplace(counted);
+    with_uncounted->Add(key, theirs, use.pool, use.amount, use.priority, 0);
+  }
+  const scheduling::QueueLedger& ledger = with_uncounted ? *with_uncounted : counted;
+  if (ledger.Check(queue, pool, amount) != scheduling::QueueLedger::Fit::kNoRoom) return "";
+  return ledger.Explain(queue, pool, amount);
 }
 
 std::optional<placement::ClusterState> Extender::StateWithNominatedHolds(const placement::ClusterState& base,
@@ -506,6 +576,8 @@ std::optional<std::vector<PodUid>> Extender::CommitAdmission(const GangKey& key,
   }
   stats_.gangs_admitted++;
   g->last_no_fit.clear();
+  // The engine records it once this returns; a filter in between must count it already.
+  RecordUncounted(*g, g->plan->pool, static_cast<int>(g->plan->members.size()));
   LiftGates(*g);
   return std::vector<PodUid>(members.begin(), members.end());
 }

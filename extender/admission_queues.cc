@@ -26,12 +26,14 @@ std::string Extender::QueueOf(const GangRecord& g) const {
 Status Extender::SetQueues(QueueAssignment queues) {
   std::lock_guard admission(admission_mu_);
   if (queues == queues_) return OkStatus();
+  // engine_ and queues_ change under mu_ too: filter reads them holding only mu_ (extender.h).
+  // Exclusively, to note the gangs let go below in uncounted_ (a rare event).
+  std::unique_lock lock(mu_);
   PHX_RETURN_IF_ERROR(engine_.SetQueues(queues.config));
   queues_ = std::move(queues);
   // Waiting gangs re-enter the engine at the next pass with their queue resolved anew (their
   // place is kept: the engine orders by first submission). A running gang whose queue
   // changed is let go and adopted again by the next pass, counted in its new queue.
-  std::shared_lock lock(mu_);
   for (const auto& [key, members] : engine_waiting_) {
     (void)engine_.Remove(key);
     engine_queue_of_.erase(key);
@@ -46,6 +48,11 @@ Status Extender::SetQueues(QueueAssignment queues) {
     }
     engine_.OnFinished(*it);
     engine_queue_of_.erase(*it);
+    // Until the next pass adopts it again, filter's quota check counts it from here.
+    if (g != nullptr && (g->plan || HoldsGpus(*g))) {
+      RecordUncounted(*g, PoolOf(*g), g->plan ? static_cast<int>(g->plan->members.size())
+                                              : static_cast<int>(g->members.size()));
+    }
     it = engine_running_.erase(it);
   }
   release_epoch_seen_ = ~uint64_t{0};  // the next pass is a full one

@@ -3,7 +3,9 @@
 //
 //   Filter      non-gang pods: per-node fit against the ledger (GPUs reserved by gang
 //               plans are never offered); gang members: pinned to their planned node;
-//               an ungated gang is planned here on its first member's filter.
+//               an ungated gang is planned here on its first member's filter, within its
+//               team queue's quota (a queue-labelled single GPU pod is a gang of one:
+//               k8s_objects.h FormsImplicitGang).
 //   Prioritize  topology + bin-packing (+ locality) score 0..10; planned node = 10.
 //   Preempt     accepts only victim sets of whole lower-tier gangs after which the
 //               preemptor really fits, least gpuSecondsAtRisk first; vetoes (and asks
@@ -183,8 +185,20 @@ class Extender {
   void RememberPod(const PodInfo& pod);  // exclusive lock held
   std::optional<int> EffectiveMin(const GangRecord& g, MonotonicTime now) const;
   placement::GangSpec SpecOf(const GangRecord& g, int members) const;
-  // Plans and reserves; "" on success, else why not (also kept in last_no_fit).
-  std::string TryPlan(GangRecord& g, MonotonicTime now);
+  // Plans and reserves (filter, for an ungated gang; mu_ held exclusively, admission_mu_
+  // not held); "" on success, else why not (also kept in last_no_fit). A plan beyond the
+  // gang's team queue's quota is refused with the queue's reason (QuotaRefusal), and
+  // *over_quota set: preempting on its nodes would not help (it fits there).
+  std::string TryPlan(GangRecord& g, MonotonicTime now, bool* over_quota = nullptr);
+  // Why `members` of `g` on `pool` do not fit in its team queue now ("" = they do): the
+  // engine's queue ledger plus uncounted_. mu_ held exclusively (reads engine_ and queues_
+  // without admission_mu_: see the locking rule at the members).
+  std::string QuotaRefusal(const GangRecord& g, const std::string& pool, int members);
+  // Remembers in uncounted_ a gang that now holds GPUs the engine does not count yet. mu_ held exclusively.
+  void RecordUncounted(const GangRecord& g, const std::string& pool, int members);
+  // Drops from uncounted_ what the engine counts now and gangs that hold nothing. mu_ held exclusively.
+  void PruneUncounted();
+  bool HoldsGpus(const GangRecord& g) const;  // some member holds GPUs (lock held)
   // The cluster as a gang of priority `priority` may plan on it: the ledger's state, minus the
   // GPUs that pending higher-priority pods were nominated to by kube-scheduler's preemption
   // (nullopt = no such pod; plan on the ledger's state itself).
@@ -212,7 +226,8 @@ class Extender {
   const TrainingJobInfo* JobOf(const GangKey& gang) const;  // the TrainingJob its first member runs
   scheduling::GangRequest EngineRequestOf(const GangRecord& g, int members) const;
   // The team queue a gang runs in: its first member's phalanx.io/queue label, else the
-  // queue selecting its namespace, else "" (the default queue). admission_mu_ and mu_ held.
+  // queue selecting its namespace, else "" (the default queue). admission_mu_ and mu_ held,
+  // or mu_ held exclusively (the locking rule at the members).
   std::string QueueOf(const GangRecord& g) const;
   std::vector<QueueStatusInfo> QueueStatusesLocked() const;  // admission_mu_ and mu_ held
   // "; queue team-a (H100: 8/8 nominal GPUs used, 0 borrowed, 0 lent)"; "" without queues.
@@ -237,18 +252,36 @@ class Extender {
   ExtenderStats stats_;
 
   // Admission: one pass at a time; the engine and its bookkeeping. Taken before mu_.
+  //
+  // Locking rule for engine_ and queues_ (the team queues filter checks): they change only
+  // while admission_mu_ AND mu_ (shared suffices) are held, so they may be read either under
+  // admission_mu_ (Tick, Preempt, Explain, status) or under mu_ held exclusively without
+  // admission_mu_ (filter's quota check: TryPlan -> QuotaRefusal). Filter never changes them:
+  // a pass may be suspended inside engine_.Pass (AdmissionDriver::Admit lets mu_ go to
+  // commit) while filter holds mu_; the engine is then between two whole steps, never inside one.
   mutable std::mutex admission_mu_;
-  scheduling::Engine engine_;                     // guarded by admission_mu_
+  scheduling::Engine engine_;                     // guarded by admission_mu_ + mu_ (the rule above)
   std::map<GangKey, int> engine_waiting_;         // guarded by admission_mu_: gangs queued in engine_ -> size
   std::set<GangKey> engine_running_;              // guarded by admission_mu_: gangs engine_ admitted or adopted
   uint64_t release_epoch_seen_ = ~uint64_t{0};    // guarded by admission_mu_: ledger release epoch at the last pass
   MonotonicTime last_full_pass_{};                // guarded by admission_mu_
-  QueueAssignment queues_;                        // guarded by admission_mu_: from the GpuQueues
+  QueueAssignment queues_;                        // guarded by admission_mu_ + mu_ (the rule above): from the GpuQueues
   std::map<GangKey, std::string> engine_queue_of_;  // guarded by admission_mu_: queue each engine gang was given
   std::function<void()> admission_hook_for_test_;
 
   mutable std::shared_mutex mu_;
   Ledger ledger_;                                 // guarded by mu_
+  // Gangs holding GPUs (a plan or bound members) that engine_'s queue ledger does not count
+  // yet: planned at filter (the next pass adopts them) or committed by a pass whose engine
+  // has not recorded them yet. Filter's quota check adds them; entries go once the engine
+  // counts the gang or it holds nothing. Guarded by mu_ (written only under it exclusively).
+  struct UncountedUse {
+    std::string queue;  // as named (QueueOf); resolved when checked
+    std::string pool;
+    scheduling::Milli amount = 0;
+    int priority = 0;
+  };
+  std::map<GangKey, UncountedUse> uncounted_;
   std::map<GangKey, Barrier> barriers_;           // guarded by mu_
   // Pods seen only in filter requests (embedded mode, or before the informer): bind
   // needs their request. Bounded; guarded by summaries_mu_.

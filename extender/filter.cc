@@ -175,8 +175,10 @@ FilterResult Extender::FilterGang(const FilterArgs& args) {
                                   key.str()),
                       false);
     }
-    std::string why = TryPlan(*g, now);
-    if (!why.empty()) return fail_all(why, true);
+    bool over_quota = false;
+    std::string why = TryPlan(*g, now, &over_quota);
+    // Over its queue's quota it fits on the nodes: kube-scheduler's preemption cannot help.
+    if (!why.empty()) return fail_all(why, !over_quota);
   }
   std::set<std::string_view> input(args.node_names.begin(), args.node_names.end());
   auto ordinal = ledger_.AssignMember(key, pod.uid, [&](const NodeName& n) { return input.contains(n.str()); });

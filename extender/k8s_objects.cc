@@ -246,25 +246,17 @@ Result<PodInfo> ParsePod(const Json& pod) {
         if (StringOr(g, "name") == kGangGate) info.gated = true;
       }
     }
-    int sum = 0;
-    if (const Json* containers = Child(*spec, "containers"); containers && containers->is_array()) {
-      for (size_t i = 0; i < containers->size(); ++i) {
-        PHX_ASSIGN_OR_RETURN(int n, GpuRequest((*containers)[i], fmt::format("Pod.spec.containers[{}]", i)));
-        if (n > 0 && info.gpu_container.empty()) info.gpu_container = StringOr((*containers)[i], "name");
-        sum += n;
-      }
-    }
-    int init_max = 0;
-    if (const Json* inits = Child(*spec, "initContainers"); inits && inits->is_array()) {
-      for (size_t i = 0; i < inits->size(); ++i) {
-        PHX_ASSIGN_OR_RETURN(int n, GpuRequest((*inits)[i], fmt::format("Pod.spec.initContainers[{}]", i)));
-        init_max = std::max(init_max, n);
-      }
-    }
-    info.gpus = std::max(sum, init_max);
-    PHX_ASSIGN_OR_RETURN(ParsedMigRequests mig, ParseMigRequests(*spec));
-    info.mig = std::move(mig.requests);
-    info.mig_container = std::move(mig.container);
+    PHX_ASSIGN_OR_RETURN(PodDeviceRequests devices, ParsePodDeviceRequests(*spec));
+    info.gpus = devices.gpus;
+    info.gpu_container = std::move(devices.gpu_container);
+    info.mig = std::move(devices.mig);
+    info.mig_container = std::move(devices.mig_container);
+  }
+  if (auto queue = info.labels.find(kQueueLabel);
+      FormsImplicitGang(info.gang, queue == info.labels.end() ? "" : queue->second, info.gpus, !info.mig.empty())) {
+    info.gang = ImplicitGangName(info.name);
+    info.implicit_gang = true;
+    info.min_members = 1;  // whatever a gang-min-members annotation says: it is one pod
   }
   if (const Json* status = Child(pod, "status"); status && status->is_object()) {
     const std::string phase = StringOr(*status, "phase", "Pending");
@@ -285,6 +277,38 @@ Result<PodInfo> ParsePod(const Json& pod) {
     }
   }
   return info;
+}
+
+Result<PodDeviceRequests> ParsePodDeviceRequests(const Json& spec) {
+  PodDeviceRequests out;
+  int sum = 0;
+  if (const Json* containers = Child(spec, "containers"); containers && containers->is_array()) {
+    for (size_t i = 0; i < containers->size(); ++i) {
+      PHX_ASSIGN_OR_RETURN(int n, GpuRequest((*containers)[i], fmt::format("Pod.spec.containers[{}]", i)));
+      if (n > 0 && out.gpu_container.empty()) out.gpu_container = StringOr((*containers)[i], "name");
+      sum += n;
+    }
+  }
+  int init_max = 0;
+  if (const Json* inits = Child(spec, "initContainers"); inits && inits->is_array()) {
+    for (size_t i = 0; i < inits->size(); ++i) {
+      PHX_ASSIGN_OR_RETURN(int n, GpuRequest((*inits)[i], fmt::format("Pod.spec.initContainers[{}]", i)));
+      init_max = std::max(init_max, n);
+    }
+  }
+  out.gpus = std::max(sum, init_max);
+  PHX_ASSIGN_OR_RETURN(ParsedMigRequests mig, ParseMigRequests(spec));
+  out.mig = std::move(mig.requests);
+  out.mig_container = std::move(mig.container);
+  return out;
+}
+
+std::string ImplicitGangName(std::string_view pod_name) {
+  return fmt::format("{}{}", kImplicitGangPrefix, pod_name);
+}
+
+bool FormsImplicitGang(std::string_view gang, std::string_view queue_label, int gpus, bool requests_mig) {
+  return gang.empty() && !queue_label.empty() && gpus > 0 && !requests_mig;
 }
 
 Result<TrainingJobInfo> ParseTrainingJob(const Json& job) {

@@ -38,6 +38,27 @@ inline constexpr std::string_view kPreemptRequestAnnotation = "phalanx.io/preemp
 inline constexpr std::string_view kIdleSinceAnnotation = "phalanx.io/idle-since";
 inline constexpr std::string_view kProductLabel = "phalanx.io/gpu.product";
 inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+// The team queue a pod's work runs in (docs/user-guide.md §7).
+inline constexpr std::string_view kQueueLabel = "phalanx.io/queue";
+
+// Implicit gangs (docs/user-guide.md §7 "Pods outside gangs and ungated gangs"): a pod
+// that is no gang member (no phalanx.io/gang, no scheduling.x-k8s.io/pod-group label)
+// but names a team queue (a non-empty phalanx.io/queue label) and requests whole
+// nvidia.com/gpu devices, and no MIG device, is a gang of one inside the extender, as
+// Kueue treats plain pods: the gang gate holds it, the engine admits it within its
+// queue's quota, reclaim and eviction take it whole. CPU-only and MIG pods never are.
+// Only the extender sees this gang: no label is written, the operator and the device
+// plugin see the pod as it is.
+//
+// Its name is "pod:<pod name>" (its GangKey "<namespace>/pod:<pod name>"). A label value
+// allows only [A-Za-z0-9._-] and a pod name only [a-z0-9.-], so no real gang (a label
+// value) can be named so, and two pods of a namespace never share one.
+inline constexpr std::string_view kImplicitGangPrefix = "pod:";
+std::string ImplicitGangName(std::string_view pod_name);
+// The rule above, on what a pod carries: its gang name ("" = none), its phalanx.io/queue
+// label ("" = none), its whole-GPU request and whether it requests MIG devices. The
+// webhook (webhook.cc) and ParsePod both decide by it.
+bool FormsImplicitGang(std::string_view gang, std::string_view queue_label, int gpus, bool requests_mig);
 
 // One device of `phalanx.io/gpu-state`.
 struct DeviceState {
@@ -84,7 +105,10 @@ struct PodInfo {
   std::string priority_class;
   std::string pool_selector;  // nodeSelector[phalanx.io/gpu.product], "" = any
   // Gang keys (DESIGN §2.1).
-  std::string gang;  // label phalanx.io/gang or its alias; "" = not a gang member
+  // Label phalanx.io/gang or its alias, or the implicit gang's "pod:<name>" (see
+  // FormsImplicitGang); "" = not a gang member.
+  std::string gang;
+  bool implicit_gang = false;  // `gang` is the implicit gang of one (min_members 1)
   std::optional<int> min_members;
   std::optional<int> gang_timeout_seconds;
   std::string topology_level;
@@ -126,6 +150,16 @@ std::string FormatRfc3339(SystemTime time);
 
 Result<NodeInfo> ParseNode(const json::Json& node);
 Result<PodInfo> ParsePod(const json::Json& pod);
+// A Pod spec's device requests as ParsePod reads them: whole nvidia.com/gpu (containers
+// summed, init containers' max) and MIG devices. InvalidArgument with a JSON path
+// ("Pod.spec.containers[0].resources.limits[nvidia.com/gpu]: ...") for a malformed one.
+struct PodDeviceRequests {
+  int gpus = 0;
+  std::string gpu_container;  // first container requesting GPUs
+  std::map<std::string, int, std::less<>> mig;
+  std::string mig_container;
+};
+Result<PodDeviceRequests> ParsePodDeviceRequests(const json::Json& spec);
 Result<TrainingJobInfo> ParseTrainingJob(const json::Json& job);
 // Parses `phalanx.io/devices`.
 Result<DeviceAssignment> ParseDeviceAssignment(std::string_view text);

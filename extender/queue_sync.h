@@ -18,11 +18,10 @@
 #include "core/base/result.h"
 #include "core/kube/client.h"
 #include "core/scheduling/queues.h"
+#include "extender/k8s_objects.h"  // kQueueLabel
 #include "extender/label_selector.h"
 
 namespace phalanx::extender {
-
-inline constexpr std::string_view kQueueLabel = "phalanx.io/queue";
 
 struct NamespaceInfo {
   std::string name;

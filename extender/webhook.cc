@@ -44,6 +44,21 @@ std::string GangName(const Json* labels) {
   return "";
 }
 
+// Whether the extender will hold the pod as a gang: a gang member, or an implicit gang of
+// one (FormsImplicitGang, as ParsePod decides it: a queue-labelled pod requesting whole
+// GPUs). A spec whose device requests do not parse is left to the API server's validation.
+bool GangGated(const Json* labels, const Json& spec) {
+  const std::string gang = GangName(labels);
+  if (!gang.empty()) return true;
+  std::string queue;
+  if (labels) {
+    if (auto it = labels->find(std::string(kQueueLabel)); it != labels->end()) queue = it->get<std::string>();
+  }
+  if (queue.empty()) return false;
+  auto devices = ParsePodDeviceRequests(spec);
+  return devices.ok() && FormsImplicitGang(gang, queue, devices->gpus, !devices->mig.empty());
+}
+
 // The JSONPatch adding the gate, or "" when the pod is left alone. Errors name the field.
 Result<std::string> GatePatch(const Json& object, const WebhookOptions& options) {
   constexpr std::string_view kWhere = "request.object";
@@ -72,7 +87,7 @@ Result<std::string> GatePatch(const Json& object, const WebhookOptions& options)
                        json::GetOptional(spec, "schedulerName", spec_path, Json::value_t::string));
   PHX_ASSIGN_OR_RETURN(const Json* node, json::GetOptional(spec, "nodeName", spec_path, Json::value_t::string));
 
-  if (GangName(labels).empty()) return std::string();
+  if (!GangGated(labels, spec)) return std::string();
   // Defaulting runs before mutating admission, so an unset schedulerName already reads
   // "default-scheduler" here.
   if (!scheduler || scheduler->get<std::string>() != options.scheduler_name) return std::string();

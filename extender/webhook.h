@@ -1,7 +1,10 @@
 // The gang-gate mutating admission webhook (issue 15 item 7, docs/user-guide.md §2): a Pod
 // created with a gang label (phalanx.io/gang or its alias) but without the phalanx.io/gang
 // scheduling gate gets the gate, so it waits for gang admission outside the scheduler queue
-// instead of failing filter and sitting in kube-scheduler's backoff (~20 s).
+// instead of failing filter and sitting in kube-scheduler's backoff (~20 s). So does a pod
+// that the extender treats as an implicit gang of one (k8s_objects.h FormsImplicitGang: a
+// phalanx.io/queue label, whole nvidia.com/gpu requested, no MIG device, no gang label),
+// so that its queue's quota admits it (docs/user-guide.md §7).
 //
 // admission.k8s.io/v1 AdmissionReview in, AdmissionReview out. Never blocks a pod: every
 // well-formed review is answered `allowed: true`, with a JSONPatch only when the gate is added.

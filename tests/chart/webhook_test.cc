@@ -20,7 +20,12 @@ namespace {
 
 const std::string kScheduler = std::string(kRelease) + "-scheduler";
 const std::string kServiceDns = kScheduler + "." + kNamespace + ".svc";
-const char* const kGangLabels[] = {"phalanx.io/gang", "scheduling.x-k8s.io/pod-group"};
+// Each entry's objectSelector: the two gang labels, then implicit gangs of one (a queue label
+// and neither gang label, so that no pod is reviewed by two entries).
+const std::vector<std::vector<std::pair<std::string, std::string>>> kSelectors = {
+    {{"phalanx.io/gang", "Exists"}},
+    {{"scheduling.x-k8s.io/pod-group", "Exists"}},
+    {{"phalanx.io/queue", "Exists"}, {"phalanx.io/gang", "DoesNotExist"}, {"scheduling.x-k8s.io/pod-group", "DoesNotExist"}}};
 
 const Rendering& SelfSigned() { return Render({"--set", "webhook.enabled=true"}); }
 const Rendering& CertManager() {
@@ -67,7 +72,7 @@ void ExpectWiredTogether(const Rendering& r) {
   YAML::Node mwc = r.Get("MutatingWebhookConfiguration", kScheduler + "-gang-gate");
   ASSERT_TRUE(mwc.IsDefined()) << r.text;
   const YAML::Node hooks = At(mwc, {"webhooks"});
-  ASSERT_EQ(hooks.size(), 2u);
+  ASSERT_EQ(hooks.size(), kSelectors.size());
   std::set<std::string> names;
   for (size_t i = 0; i < hooks.size(); ++i) {
     const YAML::Node h = hooks[i];
@@ -80,9 +85,11 @@ void ExpectWiredTogether(const Rendering& r) {
     EXPECT_EQ(Str(h, {"timeoutSeconds"}), "5");
     EXPECT_FALSE(At(h, {"matchConditions"}).IsDefined()) << "matchConditions is beta only from Kubernetes 1.28";
     const YAML::Node expr = At(h, {"objectSelector", "matchExpressions"});
-    ASSERT_EQ(expr.size(), 1u);
-    EXPECT_EQ(Str(expr[0], {"key"}), kGangLabels[i]);
-    EXPECT_EQ(Str(expr[0], {"operator"}), "Exists");
+    ASSERT_EQ(expr.size(), kSelectors[i].size());
+    for (size_t e = 0; e < expr.size(); ++e) {
+      EXPECT_EQ(Str(expr[e], {"key"}), kSelectors[i][e].first);
+      EXPECT_EQ(Str(expr[e], {"operator"}), kSelectors[i][e].second);
+    }
     const YAML::Node rules = At(h, {"rules"});
     ASSERT_EQ(rules.size(), 1u);
     EXPECT_EQ(At(rules[0], {"operations"}).size(), 1u);

@@ -123,6 +123,89 @@ TEST(WebhookTest, AliasLabelIsAGangMemberToo) {
   EXPECT_EQ(Mutated(review, reply)["spec"]["schedulingGates"][0]["name"], "phalanx.io/gang");
 }
 
+// A pod outside any gang naming a team queue and requesting whole GPUs is an implicit gang of
+// one (k8s_objects.h FormsImplicitGang): gated, so that its queue's quota admits it.
+TEST(WebhookTest, AQueueLabelledSingleGpuPodIsGatedAsAnImplicitGang) {
+  Json review = PodCreateReview();
+  review["request"]["object"]["metadata"]["labels"] = {{"phalanx.io/queue", "team-a"}, {"app", "notebook"}};
+  // Created through generateName: no name yet at admission; the gate does not need one.
+  review["request"]["object"]["metadata"].erase("name");
+  review["request"]["object"]["metadata"]["generateName"] = "notebook-";
+  WebhookReply reply = Review(review);
+  ExpectAllowedFor(reply, "705ab4f5-6393-11e8-b7cc-42010a800002");
+  EXPECT_TRUE(reply.patched) << reply.body;
+  EXPECT_EQ(Mutated(review, reply)["spec"]["schedulingGates"], Json::parse(R"([{"name":"phalanx.io/gang"}])"));
+  // A GPU requested by an init container only counts too (the effective request).
+  Json init = review;
+  init["request"]["object"]["spec"]["initContainers"] =
+      Json::parse(R"([{"name":"warm","resources":{"limits":{"nvidia.com/gpu":"1"}}}])");
+  init["request"]["object"]["spec"]["containers"][0]["resources"] = Json::object();
+  EXPECT_TRUE(Review(init).patched) << Review(init).body;
+}
+
+TEST(WebhookTest, QueueLabelledPodsThatAreNoImplicitGangAreLeftAlone) {
+  Json queued = PodCreateReview();
+  queued["request"]["object"]["metadata"]["labels"] = {{"phalanx.io/queue", "team-a"}};
+  {
+    SCOPED_TRACE("CPU only");
+    Json review = queued;
+    review["request"]["object"]["spec"]["containers"][0]["resources"] = {{"limits", {{"cpu", "4"}}}};
+    ExpectUnchanged(review);
+  }
+  {
+    SCOPED_TRACE("a MIG device");
+    Json review = queued;
+    review["request"]["object"]["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/mig-3g.40gb", "1"}}}};
+    ExpectUnchanged(review);
+  }
+  {
+    SCOPED_TRACE("whole GPUs and a MIG device");
+    Json review = queued;
+    review["request"]["object"]["spec"]["containers"][0]["resources"] =
+        {{"limits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/mig-1g.10gb", "1"}}}};
+    ExpectUnchanged(review);
+  }
+  {
+    SCOPED_TRACE("an empty queue label");
+    Json review = queued;
+    review["request"]["object"]["metadata"]["labels"]["phalanx.io/queue"] = "";
+    ExpectUnchanged(review);
+  }
+  {
+    SCOPED_TRACE("no queue label");
+    Json review = queued;
+    review["request"]["object"]["metadata"]["labels"] = {{"app", "x"}};
+    ExpectUnchanged(review);
+  }
+  {
+    SCOPED_TRACE("a malformed GPU quantity: left to the API server's validation");
+    Json review = queued;
+    review["request"]["object"]["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "1.5"}}}};
+    ExpectUnchanged(review);
+  }
+  {
+    SCOPED_TRACE("another scheduler's pod");
+    Json review = queued;
+    review["request"]["object"]["spec"]["schedulerName"] = "default-scheduler";
+    ExpectUnchanged(review);
+  }
+}
+
+// A gang pod that also names a queue is gated once, as a gang member; a second review of it
+// (the third webhook entry never sees it: its objectSelector excludes gang labels, but a
+// reinvocation would) finds the gate and adds nothing.
+TEST(WebhookTest, AQueueLabelledGangPodIsGatedOnceAsAGangMember) {
+  Json review = PodCreateReview();
+  review["request"]["object"]["metadata"]["labels"]["phalanx.io/queue"] = "team-a";
+  WebhookReply reply = Review(review);
+  ASSERT_TRUE(reply.patched) << reply.body;
+  const Json pod = Mutated(review, reply);
+  EXPECT_EQ(pod["spec"]["schedulingGates"].size(), 1u);
+  Json again = review;
+  again["request"]["object"] = pod;
+  ExpectUnchanged(again);
+}
+
 TEST(WebhookTest, PodsThatMustNotBeGatedAreLeftAlone) {
   {
     SCOPED_TRACE("already gated");
