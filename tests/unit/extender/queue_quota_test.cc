@@ -78,13 +78,15 @@ std::vector<std::string> ThreeDgx() { return {"dgx-0", "dgx-1", "dgx-2"}; }
 
 // team-a and team-b, 8 H100 GPUs each in cohort lab, lending nothing (no borrowing room);
 // `shared` (nothing) is the default. 24 GPUs in the cluster: the quota, not the GPUs, limits.
-QueueAssignment TwoTeams() {
+// `lending`: each lends its unused quota to the other.
+QueueAssignment TwoTeams(bool lending = false) {
   QueueAssignment a;
   for (const char* team : {"team-a", "team-b"}) {
     scheduling::QueueSpec q;
     q.name = team;
     q.cohort = "lab";
-    q.quotas.push_back({.pool = "H100", .nominal = 8000, .borrowing_limit = std::nullopt, .lending_limit = 0});
+    q.quotas.push_back({.pool = "H100", .nominal = 8000, .borrowing_limit = std::nullopt,
+                        .lending_limit = lending ? std::nullopt : std::optional<scheduling::Milli>(0)});
     a.config.queues.push_back(q);
   }
   scheduling::QueueSpec shared;
@@ -97,9 +99,9 @@ QueueAssignment TwoTeams() {
 struct QuotaCluster {
   TestCluster c;
   const std::vector<std::string> nodes = ThreeDgx();  // filter's replies point into it
-  QuotaCluster() {
+  explicit QuotaCluster(bool lending = false) {
     for (const auto& n : ThreeDgx()) EXPECT_TRUE(c.ext.OnNode(DgxNode(n)).ok());
-    EXPECT_TRUE(c.ext.SetQueues(TwoTeams()).ok());
+    EXPECT_TRUE(c.ext.SetQueues(TwoTeams(lending)).ok());
   }
   // An ungated single pod naming `queue`: an implicit gang, planned at its filter.
   PodInfo SinglePod(const std::string& name, int gpus, const std::string& queue, bool gated = false) {
@@ -175,6 +177,24 @@ TEST(FilterQuota, TwoUngatedGangsPlannedInOnePassIntervalAreCountedTogether) {
   // The gang's pods go away: its quota is free again once a pass has seen it (until then
   // the engine still counts it: filter errs on the side of the quota).
   for (const PodInfo& p : gang) q.c.ext.OnPodDeleted(p.uid);
+  q.c.ext.Tick();
+  EXPECT_EQ(q.Filter(a2).passed.size(), 1u) << FirstReason(q.Filter(a2));
+}
+
+// What another queue of the cohort planned since the last pass is no longer there to lend.
+TEST(FilterQuota, AnotherQueuesGangsPlannedInOnePassIntervalAreNotLentOut) {
+  QuotaCluster q(/*lending=*/true);
+  const PodInfo b1 = q.SinglePod("b-1", 8, "team-b");
+  const PodInfo a1 = q.SinglePod("a-1", 8, "team-a");
+  ASSERT_EQ(q.Filter(b1).passed.size(), 1u) << FirstReason(q.Filter(b1));
+  ASSERT_EQ(q.Filter(a1).passed.size(), 1u) << FirstReason(q.Filter(a1));
+  // 8 GPUs are free, but team-b uses its quota: team-a has nothing to borrow.
+  const PodInfo a2 = q.SinglePod("a-2", 8, "team-a");
+  const std::string why = FirstReason(q.Filter(a2));
+  EXPECT_NE(why.find("queue team-a is at 8/8 nominal GPUs of H100 and its cohort lab has none to lend"),
+            std::string::npos) << why;
+  // Lending works: with team-b's gang gone (and a pass seeing it), team-a borrows its 8.
+  q.c.ext.OnPodDeleted(b1.uid);
   q.c.ext.Tick();
   EXPECT_EQ(q.Filter(a2).passed.size(), 1u) << FirstReason(q.Filter(a2));
 }
