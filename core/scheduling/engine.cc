@@ -25,6 +25,7 @@ Status Engine::SetQueues(QueueConfig queues) {
   ledger_ = QueueLedger(std::move(queues));
   by_queue_.clear();
   borrowing_version_.reset();
+  reclaim_records_version_.reset();
   for (auto& [key, w] : waiting_) {
     w->ledger_pool = kUnknownPool;  // indexes of the old ledger
     w->team = -1;

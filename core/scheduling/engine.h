@@ -350,6 +350,11 @@ class Engine {
   uint64_t borrowing_epoch_ = 0;
   std::optional<uint64_t> borrowing_version_;
   void MarkBorrowing();
+  // The running records of QueueLedger::ReclaimCandidates(team, pool), kept while the
+  // ledger is unchanged (every change to running_ is a ledger Add or Remove).
+  const std::vector<const Running*>& ReclaimRecords(int team, int pool);
+  std::map<std::pair<int, int>, std::vector<const Running*>> reclaim_records_;
+  std::optional<uint64_t> reclaim_records_version_;
 };
 
 }  // namespace phalanx::scheduling

@@ -24,31 +24,6 @@ void Engine::QueueWalk(PassContext& ctx) {
   for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
     ledger_.SetCapacity(state.pool(p).name, static_cast<Milli>(state.pool(p).total_gpus) * kMilliGpu);
   }
-  // A queue's waiting gangs keep that much of its unused quota from being lent this pass:
-  // lent, it would be reclaimed as soon as they fit (a preemption per arrival). Only gangs
-  // no larger than its nominal quota count: a larger one borrows anyway and must not hold
-  // GPUs idle that it cannot run on.
-  std::vector<std::tuple<int, int, Milli>> pending;
-  std::vector<Milli> sums;  // of one queue, by ledger pool index
-  for (const auto& [team, gangs] : by_queue_) {
-    if (gangs.empty()) continue;
-    const int q = gangs.begin()->second->team;
-    // "Any pool" work counts where its queue has its only quota (else nowhere).
-    const QueueSpec* spec = ledger_.Find(team);
-    const int only = spec && spec->quotas.size() == 1 ? ledger_.PoolIndex(spec->quotas.front().pool) : -1;
-    sums.assign(sums.size(), 0);
-    for (const auto& [order, w] : gangs) {
-      const int pool = !w->req.pool.empty() ? LedgerPoolOf(*w) : only;
-      if (pool < 0) continue;
-      const Milli amount = AmountOf(w->req);
-      if (amount > ledger_.Nominal(q, pool)) continue;
-      if (static_cast<size_t>(pool) >= sums.size()) sums.resize(static_cast<size_t>(pool) + 1, 0);
-      sums[static_cast<size_t>(pool)] += amount;
-    }
-    for (size_t p = 0; p < sums.size(); ++p)
-      if (sums[p] > 0) pending.emplace_back(q, static_cast<int>(p), sums[p]);
-  }
-  ledger_.SetPendingByIndex(pending);
   struct Cursor {
     int team;
     std::vector<Waiting*> gangs;
@@ -60,11 +35,34 @@ void Engine::QueueWalk(PassContext& ctx) {
   };
   std::vector<Cursor> cursors;
   cursors.reserve(by_queue_.size());
+  // One walk over the waiting gangs builds each queue's cursor and what it has pending.
+  // A queue's waiting gangs keep that much of its unused quota from being lent this pass:
+  // lent, it would be reclaimed as soon as they fit (a preemption per arrival). Only gangs
+  // no larger than its nominal quota count: a larger one borrows anyway and must not hold
+  // GPUs idle that it cannot run on.
+  std::vector<std::tuple<int, int, Milli>> pending;
+  std::vector<Milli> sums;  // of one queue, by ledger pool index
   for (const auto& [team, gangs] : by_queue_) {
-    Cursor& c = cursors.emplace_back(Cursor{gangs.begin()->second->team, {}, 0});
+    const int q = gangs.begin()->second->team;  // never empty: emptied queues are erased
+    Cursor& c = cursors.emplace_back(Cursor{q, {}, 0});
     c.gangs.reserve(gangs.size());
-    for (const auto& [order, w] : gangs) c.gangs.push_back(w);
+    // "Any pool" work counts where its queue has its only quota (else nowhere).
+    const QueueSpec* spec = ledger_.Find(team);
+    const int only = spec && spec->quotas.size() == 1 ? ledger_.PoolIndex(spec->quotas.front().pool) : -1;
+    sums.assign(sums.size(), 0);
+    for (const auto& [order, w] : gangs) {
+      c.gangs.push_back(w);
+      const int pool = !w->req.pool.empty() ? LedgerPoolOf(*w) : only;
+      if (pool < 0) continue;
+      const Milli amount = AmountOf(w->req);
+      if (amount > ledger_.Nominal(q, pool)) continue;
+      if (static_cast<size_t>(pool) >= sums.size()) sums.resize(static_cast<size_t>(pool) + 1, 0);
+      sums[static_cast<size_t>(pool)] += amount;
+    }
+    for (size_t p = 0; p < sums.size(); ++p)
+      if (sums[p] > 0) pending.emplace_back(q, static_cast<int>(p), sums[p]);
   }
+  ledger_.SetPendingByIndex(pending);
   // (0: its next gang runs within nominal, weighted share, cursor index: queues by name).
   using Turn = std::tuple<int, double, size_t>;
   auto turn_of = [&](size_t i) -> Turn {
@@ -146,6 +144,20 @@ std::optional<QueueLedger::Fit> Engine::QuotaFor(Waiting& w, PassContext& ctx) c
   return best;
 }
 
+const std::vector<const Engine::Running*>& Engine::ReclaimRecords(int team, int pool) {
+  if (reclaim_records_version_ != ledger_.version()) {
+    reclaim_records_.clear();
+    reclaim_records_version_ = ledger_.version();
+  }
+  auto [it, added] = reclaim_records_.try_emplace({team, pool});
+  if (!added) return it->second;
+  for (const GangKey& key : ledger_.ReclaimCandidates(team, pool)) {
+    // Every gang the ledger tracks runs here (Track/EraseRunning keep them in step).
+    if (auto r = running_.find(key); r != running_.end()) it->second.push_back(&r->second);
+  }
+  return it->second;
+}
+
 void Engine::MarkBorrowing() {
   if (borrowing_version_ == ledger_.version()) return;
   ++borrowing_epoch_;
@@ -205,22 +217,21 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
     std::vector<placement::VictimGang> candidates;
     std::vector<GangKey> keys;
     std::vector<bool> graceful;
-    for (const GangKey& key : ledger_.ReclaimCandidates(w.team, ledger_.PoolIndex(pool))) {
-      auto r = running_.find(key);
-      if (r == running_.end() || r->second.evicting || r->second.pool != pool) continue;
+    for (const Running* r : ReclaimRecords(w.team, ledger_.PoolIndex(pool))) {
+      if (r->evicting || r->pool != pool) continue;
+      const GangKey& key = r->req.key;
       // The cost rules rank the victims and choose graceful notice where it is cheaper;
       // a reclaim does not have to pay for itself: the quota is the queue's.
-      const EvictionChoice how = ChooseEviction(key, std::max(weight, policy_.TierOf(r->second.req.priority).weight), g, ctx);
+      const EvictionChoice how = ChooseEviction(key, std::max(weight, policy_.TierOf(r->req.priority).weight), g, ctx);
       placement::VictimGang v;
       v.key = key;
-      v.priority = r->second.req.priority;
+      v.priority = r->req.priority;
       v.gpu_seconds_at_risk = how.graceful ? 0 : how.risk;
       // Lost work or the preemptor's wait, plus the victim's restart (its footprint:
       // smaller victims first).
       v.cost = (how.graceful ? how.notice_cost : weight * how.risk) +
-               policy_.TierOf(v.priority).weight * (r->second.req.IsShare() ? 1 : r->second.req.Gpus()) *
-                   policy_.restart_overhead_s;
-      v.pods = r->second.pods;
+               policy_.TierOf(v.priority).weight * (r->req.IsShare() ? 1 : r->req.Gpus()) * policy_.restart_overhead_s;
+      v.pods = r->pods;
       candidates.push_back(std::move(v));
       keys.push_back(key);
       graceful.push_back(how.graceful);
