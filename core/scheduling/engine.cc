@@ -27,7 +27,7 @@ Status Engine::SetQueues(QueueConfig queues) {
   borrowing_version_.reset();
   reclaim_records_version_.reset();
   for (auto& [key, w] : waiting_) {
-    w->ledger_pool = kUnknownPool;  // indexes of the old ledger
+    w->ledger_pool = -1;  // indexes of the old ledger
     w->team = -1;
   }
   for (auto& [key, r] : running_) r.team = -1;

@@ -240,12 +240,11 @@ class Engine {
     std::string reserve_pool;       // ... in this pool
     double awaiting_until = 0;
     // Team queues on: its resolved queue (QueueLedger index) and the ledger's index of
-    // req.pool (kUnknownPool until the ledger knows the pool; indexes are stable until
-    // SetQueues, which resets them).
+    // req.pool (-1 until the ledger knows the pool: LedgerPoolOf looks again). Indexes
+    // stay valid until SetQueues replaces the ledger and resets them.
     int team = -1;
-    int ledger_pool = kUnknownPool;
+    int ledger_pool = -1;
   };
-  static constexpr int kUnknownPool = -2;
   struct Running {
     GangRequest req;
     std::string pool;  // where it runs
