@@ -24,15 +24,21 @@ Status Engine::SetQueues(QueueConfig queues) {
   PHX_RETURN_IF_ERROR(queues.Validate());
   ledger_ = QueueLedger(std::move(queues));
   by_queue_.clear();
-  borrowing_.reset();
+  borrowing_version_.reset();
+  reclaim_records_version_.reset();
+  for (auto& [key, w] : waiting_) {
+    w->ledger_pool = -1;  // indexes of the old ledger
+    w->team = -1;
+  }
+  for (auto& [key, r] : running_) r.team = -1;
   if (!ledger_.enabled()) return OkStatus();
   for (auto& [key, w] : waiting_) {
-    w.team = ledger_.Resolve(w.req.queue);
-    by_queue_[w.team].emplace(w.order, key);
+    w->team = ledger_.ResolveIndex(w->req.queue);
+    by_queue_[ledger_.QueueName(w->team)].emplace(w->order, w.get());
   }
   for (auto& [key, r] : running_) {
-    r.team = ledger_.Resolve(r.req.queue);
-    ledger_.Add(key, r.team, r.pool, AmountOf(r.req), r.req.priority, r.started);
+    r.team = ledger_.ResolveIndex(r.req.queue);
+    ledger_.Add(key, ledger_.QueueName(r.team), r.pool, AmountOf(r.req), r.req.priority, r.started);
   }
   return OkStatus();
 }
@@ -54,16 +60,17 @@ Status Engine::Enqueue(GangRequest g) {
   }
   if (g.job.empty()) g.job = g.key.str();
   const OrderKey order = OrderOf(g, next_seq_++);
-  queues_[g.pool].emplace(order, g.key);
-  order_.emplace(order, g.key);
   const GangKey key = g.key;
-  Waiting w;
+  auto w = std::make_unique<Waiting>();
+  Waiting* ptr = w.get();
   if (ledger_.enabled()) {
-    w.team = ledger_.Resolve(g.queue);
-    by_queue_[w.team].emplace(order, g.key);
+    w->team = ledger_.ResolveIndex(g.queue);
+    by_queue_[ledger_.QueueName(w->team)].emplace(order, ptr);
   }
-  w.req = std::move(g);
-  w.order = order;
+  queues_[g.pool].emplace(order, ptr);
+  order_.emplace(order, ptr);
+  w->req = std::move(g);
+  w->order = order;
   waiting_.emplace(key, std::move(w));
   return OkStatus();
 }
@@ -78,16 +85,22 @@ Status Engine::Remove(const GangKey& key) {
 void Engine::Forget(const GangKey& key) {
   auto it = waiting_.find(key);
   if (it == waiting_.end()) return;
-  auto q = queues_.find(it->second.req.pool);
+  Waiting& w = *it->second;
+  auto q = queues_.find(w.req.pool);
   if (q != queues_.end()) {
-    q->second.erase(it->second.order);
+    q->second.erase(w.order);
     if (q->second.empty()) queues_.erase(q);
   }
-  order_.erase(it->second.order);
-  if (auto t = by_queue_.find(it->second.team); t != by_queue_.end()) {
-    t->second.erase(it->second.order);
-    if (t->second.empty()) by_queue_.erase(t);
+  order_.erase(w.order);
+  if (w.team >= 0) {
+    if (auto t = by_queue_.find(ledger_.QueueName(w.team)); t != by_queue_.end()) {
+      t->second.erase(w.order);
+      if (t->second.empty()) by_queue_.erase(t);
+    }
   }
+  // A pass may still point at it (its cursors): keep it until the pass ends.
+  w.gone = true;
+  if (in_pass_) gone_.push_back(std::move(it->second));
   waiting_.erase(it);
 }
 
@@ -102,7 +115,7 @@ void Engine::EraseRunning(std::map<GangKey, Running>::iterator it) {
   forecast_.Remove(it->first);
   if (ledger_.enabled()) {
     ledger_.Remove(it->first);
-    borrowing_.reset();
+    borrowing_version_.reset();
   }
   running_.erase(it);
 }
@@ -125,9 +138,9 @@ void Engine::Track(GangRequest g, std::string pool, std::vector<PodUid> pods, do
   if (reclaimable) ++reclaimable_;
   forecast_.Add(g.key, r.pool, r.expected_end, g.IsShare() ? 1 : g.Gpus());
   if (ledger_.enabled()) {
-    r.team = ledger_.Resolve(g.queue);
-    ledger_.Add(g.key, r.team, r.pool, AmountOf(g), g.priority, started);
-    borrowing_.reset();
+    r.team = ledger_.ResolveIndex(g.queue);
+    ledger_.Add(g.key, ledger_.QueueName(r.team), r.pool, AmountOf(g), g.priority, started);
+    borrowing_version_.reset();
   }
   const GangKey key = g.key;
   r.req = std::move(g);
@@ -153,7 +166,7 @@ int Engine::PreemptionsInDay(const std::string& job, double now) const {
 
 std::string Engine::WhyWaiting(const GangKey& key) const {
   auto it = waiting_.find(key);
-  return it == waiting_.end() ? "" : it->second.why;
+  return it == waiting_.end() ? "" : it->second->why;
 }
 
 std::vector<HeadReservation> Engine::Heads() const {
@@ -168,11 +181,14 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
   ++stats_.passes;
   next_wake_.reset();
   PassContext ctx{.now = now, .driver = driver, .scope = scope};
+  in_pass_ = true;
   if (ledger_.enabled()) {
     QueueWalk(ctx);
   } else {
     GlobalWalk(ctx);
   }
+  in_pass_ = false;
+  gone_.clear();
   heads_.clear();
   for (auto& [pool, head] : ctx.heads) heads_.emplace(pool, std::move(head.reservation));
 }
@@ -180,10 +196,10 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
 void Engine::GlobalWalk(PassContext& ctx) {
   // One walk in global order (priority, first submission): a gang that takes any pool
   // competes with the pool-bound ones by its place, not after them.
-  std::vector<GangKey> keys;
-  keys.reserve(order_.size());
-  for (const auto& [order, key] : order_) keys.push_back(key);
-  for (const GangKey& key : keys) TryGang(key, ctx);
+  std::vector<Waiting*> gangs;
+  gangs.reserve(order_.size());
+  for (const auto& [order, w] : order_) gangs.push_back(w);
+  for (Waiting* w : gangs) TryGang(*w, ctx);
 }
 
 std::optional<Admission> Engine::Place(const GangRequest& g, PassContext& ctx) {
@@ -229,11 +245,10 @@ bool Engine::Start(Waiting& w, Admission admission, PassContext& ctx) {
   return true;
 }
 
-void Engine::TryGang(const GangKey& key, PassContext& ctx) {
-  auto wit = waiting_.find(key);
-  if (wit == waiting_.end()) return;
-  Waiting& w = wit->second;
+void Engine::TryGang(Waiting& w, PassContext& ctx) {
+  if (w.gone) return;  // started or removed earlier in this pass
   const GangRequest& g = w.req;
+  const GangKey& key = g.key;
   const std::string& queue = g.pool;
   // GPUs of gangs before this one that still wait (for "any pool": in every pool).
   const int ahead_waiting = queue.empty() ? ctx.ahead_all : ctx.ahead_waiting[queue];
@@ -245,7 +260,7 @@ void Engine::TryGang(const GangKey& key, PassContext& ctx) {
   // Team queues: a gang its queue has no room for waits and holds nothing back.
   std::optional<QueueLedger::Fit> quota;
   if (ledger_.enabled() && w.awaiting.empty()) {
-    quota = QuotaFor(w, ctx.driver.state());
+    quota = QuotaFor(w, ctx);
     if (!quota) return;
   }
   // It stays queued: gangs after it count its GPUs as ahead of them.
@@ -285,11 +300,13 @@ void Engine::TryGang(const GangKey& key, PassContext& ctx) {
     std::optional<Admission> admission = Place(g, ctx);
     // "Any pool": the planner's pool must have quota room too.
     if (admission && quota && g.pool.empty() &&
-        ledger_.Check(w.team, admission->pool, AmountOf(g)) == QueueLedger::Fit::kNoRoom) {
+        ledger_.Check(w.team, ledger_.PoolIndex(admission->pool), AmountOf(g)) == QueueLedger::Fit::kNoRoom) {
       admission.reset();
       const placement::ClusterState& state = ctx.driver.state();
       for (placement::PoolId p = 0; p < state.PoolCount() && !admission; ++p) {
-        if (ledger_.Check(w.team, state.pool(p).name, AmountOf(g)) == QueueLedger::Fit::kNoRoom) continue;
+        if (ledger_.Check(w.team, ledger_.PoolIndex(state.pool(p).name), AmountOf(g)) == QueueLedger::Fit::kNoRoom) {
+          continue;
+        }
         GangRequest in_pool = g;
         in_pool.pool = state.pool(p).name;
         admission = Place(in_pool, ctx);
@@ -383,12 +400,22 @@ void Engine::TryGang(const GangKey& key, PassContext& ctx) {
     ctx.heads.emplace(pool, std::move(*head));
   } else if (tried) {
     auto h = ctx.heads.find(queue);
-    if (h != ctx.heads.end() && h->second.reservation.head != key) {
-      w.why = fmt::format("behind the head of pool {} ({}, expected start in {}); expected wait {}{}", queue,
-                          h->second.reservation.head.str(), Duration(h->second.reservation.expected_start - ctx.now),
-                          Duration(wait), suffix);
+    const HeadPlan* behind = h != ctx.heads.end() && h->second.reservation.head != key ? &h->second : nullptr;
+    auto format = [&] {
+      if (behind != nullptr) {
+        return fmt::format("behind the head of pool {} ({}, expected start in {}); expected wait {}{}", queue,
+                           behind->reservation.head.str(), Duration(behind->reservation.expected_start - ctx.now),
+                           Duration(wait), suffix);
+      }
+      return fmt::format("does not fit now ({} GPUs, {} free); expected wait {}{}", gpus, free_now, Duration(wait), suffix);
+    };
+    if (suffix.empty()) {
+      // Thousands of gangs behind one head give a handful of texts: format each once.
+      auto [it, added] = ctx.reasons.try_emplace(ReasonKey{behind, behind ? 0 : gpus, behind ? 0 : free_now, wait});
+      if (added) it->second = format();
+      w.why = it->second;
     } else {
-      w.why = fmt::format("does not fit now ({} GPUs, {} free); expected wait {}{}", gpus, free_now, Duration(wait), suffix);
+      w.why = format();
     }
   }
   stays();

@@ -34,6 +34,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -232,12 +233,17 @@ class Engine {
     GangRequest req;
     OrderKey order;
     bool fresh = true;  // not tried since it was queued
+    bool gone = false;  // started or removed during the pass that still points at it
     double since = -1;  // first pass that saw it waiting
     std::string why;
     std::vector<GangKey> awaiting;  // its victims still checkpointing (graceful preemption)
     std::string reserve_pool;       // ... in this pool
     double awaiting_until = 0;
-    std::string team;  // resolved team queue (queues on)
+    // Team queues on: its resolved queue (QueueLedger index) and the ledger's index of
+    // req.pool (-1 until the ledger knows the pool: LedgerPoolOf looks again). Indexes
+    // stay valid until SetQueues replaces the ledger and resets them.
+    int team = -1;
+    int ledger_pool = -1;
   };
   struct Running {
     GangRequest req;
@@ -247,7 +253,8 @@ class Engine {
     double expected_end = 0;
     bool reclaimable = false;  // admitted as preemptible backfill over a head
     bool evicting = false;     // asked to checkpoint and stop: no longer a candidate
-    std::string team;          // resolved team queue (queues on)
+    int team = -1;             // resolved team queue (QueueLedger index; queues on)
+    uint64_t borrowing_epoch = 0;  // == borrowing_epoch_: it borrows (QueueLedger::IsBorrowing)
   };
   struct PassContext;
   // A head's reservation plus what backfill (b) checks against: the pool's free GPUs per
@@ -266,7 +273,7 @@ class Engine {
   HeadPlan AwaitingHead(const Waiting& w, PassContext& ctx) const;
 
   static OrderKey OrderOf(const GangRequest& g, uint64_t seq) { return {-g.priority, g.submitted, seq}; }
-  void TryGang(const GangKey& key, PassContext& ctx);
+  void TryGang(Waiting& w, PassContext& ctx);
   double ExpectedDuration(const GangRequest& g) const;
   int FreeGpus(const placement::ClusterState& state, const std::string& pool) const;
   // Plans the gang on the current state; nullopt if it does not fit.
@@ -280,11 +287,19 @@ class Engine {
   void QueueWalk(PassContext& ctx);
   void GlobalWalk(PassContext& ctx);
   // The quota verdict for a gang before it is placed: nullopt = no room (w.why says why).
-  std::optional<QueueLedger::Fit> QuotaFor(Waiting& w, const placement::ClusterState& state) const;
+  std::optional<QueueLedger::Fit> QuotaFor(Waiting& w, PassContext& ctx) const;
   // Evicts other queues' borrowing gangs so `w` runs within its queue's nominal quota.
   bool TryQueueReclaim(Waiting& w, PassContext& ctx);
   // Tier preemption and head reclaim may take `victim` from `preemptor`'s queue?
-  bool QueueAllowsVictim(const GangKey& victim, const Running& r, const GangRequest& preemptor) const;
+  bool QueueAllowsVictim(const Running& r, const GangRequest& preemptor, int preemptor_team);
+  // The ledger's index of the pool a waiting gang requires (-1: the ledger has none).
+  int LedgerPoolOf(Waiting& w) const;
+  // QuotePreemption over candidates whose engine records are known (`records[i]`: the
+  // running gang candidates[i] names, or nullptr for one the engine does not run).
+  Result<PricedPreemption> Quote(const GangRequest& preemptor, double expected_wait,
+                                 std::span<const VictimCandidate> candidates, std::span<const Running* const> records,
+                                 double now, EngineDriver& driver, std::optional<std::set<std::string>> domains,
+                                 std::optional<GangKey> own_plan) const;
   static Milli AmountOf(const GangRequest& g) {
     return g.IsShare() ? g.milli : static_cast<Milli>(g.Gpus()) * kMilliGpu;
   }
@@ -313,9 +328,14 @@ class Engine {
   EnginePolicy policy_;
   EngineStats stats_;
   uint64_t next_seq_ = 1;
-  std::unordered_map<GangKey, Waiting> waiting_;
-  std::map<std::string, std::map<OrderKey, GangKey>> queues_;  // by required pool ("" = any)
-  std::map<OrderKey, GangKey> order_;                           // every waiting gang
+  // Waiting gangs live on the heap so the order indexes and a pass's cursors point at
+  // them without a lookup by key; one erased during a pass is kept (marked gone) until
+  // the pass ends, so pointers the pass holds stay valid.
+  std::unordered_map<GangKey, std::unique_ptr<Waiting>> waiting_;
+  std::map<std::string, std::map<OrderKey, Waiting*>> queues_;  // by required pool ("" = any)
+  std::map<OrderKey, Waiting*> order_;                           // every waiting gang
+  bool in_pass_ = false;
+  std::vector<std::unique_ptr<Waiting>> gone_;  // erased during this pass
   std::map<GangKey, Running> running_;  // ordered: deterministic victim search
   int reclaimable_ = 0;                 // running gangs admitted as preemptible backfill
   std::unordered_map<std::string, std::deque<double>> preempted_at_;  // job -> times
@@ -323,9 +343,17 @@ class Engine {
   std::map<std::string, HeadReservation> heads_;  // by pool, from the last pass
   std::optional<double> next_wake_;
   QueueLedger ledger_;
-  std::map<std::string, std::map<OrderKey, GangKey>> by_queue_;  // waiting, by team queue (queues on)
-  // Running gangs that borrow (IsBorrowing), computed once per ledger change.
-  mutable std::optional<std::set<GangKey>> borrowing_;
+  std::map<std::string, std::map<OrderKey, Waiting*>> by_queue_;  // waiting, by team queue name (queues on)
+  // Running gangs that borrow (IsBorrowing) carry Running::borrowing_epoch ==
+  // borrowing_epoch_, marked once per ledger change (borrowing_version_).
+  uint64_t borrowing_epoch_ = 0;
+  std::optional<uint64_t> borrowing_version_;
+  void MarkBorrowing();
+  // The running records of QueueLedger::ReclaimCandidates(team, pool), kept while the
+  // ledger is unchanged (every change to running_ is a ledger Add or Remove).
+  const std::vector<const Running*>& ReclaimRecords(int team, int pool);
+  std::map<std::pair<int, int>, std::vector<const Running*>> reclaim_records_;
+  std::optional<uint64_t> reclaim_records_version_;
 };
 
 }  // namespace phalanx::scheduling

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,31 @@ inline placement::GangSpec SpecOf(const GangRequest& g, const std::string& pool,
   return spec;
 }
 
+// Hash of small tuples of integers (memo keys).
+struct TupleHash {
+  template <typename... T>
+  size_t operator()(const std::tuple<T...>& t) const {
+    size_t h = 0;
+    std::apply([&](const auto&... v) { ((h = h * 1000003u ^ std::hash<std::decay_t<decltype(v)>>{}(v)), ...); }, t);
+    return h;
+  }
+};
+
+// What a waiting gang's "does not fit now" (head == nullptr) or "behind the head of pool"
+// reason says, without a preemption note: the same key is the same text within a pass.
+struct ReasonKey {
+  const void* head = nullptr;  // the pool's head plan (fixed once set within a pass)
+  int gpus = 0;
+  int free_now = 0;
+  double wait = 0;
+  bool operator==(const ReasonKey&) const = default;
+};
+struct ReasonKeyHash {
+  size_t operator()(const ReasonKey& k) const {
+    return TupleHash{}(std::make_tuple(reinterpret_cast<uintptr_t>(k.head), k.gpus, k.free_now, k.wait));
+  }
+};
+
 }  // namespace phalanx::scheduling::internal
 
 namespace phalanx::scheduling {
@@ -67,9 +93,16 @@ struct Engine::PassContext {
   std::map<std::string, std::vector<std::pair<OrderKey, int>>> ahead;
   // Team queues: (queue, pool) -> fewest GPUs a queue reclaim could not make room for,
   // valid while no gang was evicted (stats().preemptions unchanged).
-  std::map<std::pair<std::string, std::string>, int> reclaim_failed;
+  std::map<std::pair<int, std::string>, int> reclaim_failed;
   uint64_t reclaim_epoch = 0;
   std::map<std::string, int> reclaim_searches;  // per pool, bounded like cost-rule searches
+  // Reasons are formatted once per distinct text a pass gives (thousands of waiting gangs
+  // share a handful): QueueLedger::Explain by (queue, pool, milli-GPUs) while the ledger
+  // is unchanged (`explained_version`), and the "does not fit" / "behind the head" texts by
+  // what they say (ReasonKey).
+  std::unordered_map<std::tuple<int, int, Milli>, std::string, internal::TupleHash> explained;
+  uint64_t explained_version = ~uint64_t{0};
+  std::unordered_map<internal::ReasonKey, std::string, internal::ReasonKeyHash> reasons;
 };
 
 }  // namespace phalanx::scheduling

@@ -67,10 +67,10 @@ double Engine::ExpectedWait(const GangRequest& g, double now, const placement::C
   // gang that takes any pool), then its own.
   const OrderKey order = OrderOf(g, 0);
   int ahead = 0;
-  for (const auto& [o, key] : order_) {
+  for (const auto& [o, waiting] : order_) {
     if (!(o < order)) break;
-    const GangRequest& w = waiting_.at(key).req;
-    if (key == g.key || (!g.pool.empty() && w.pool != g.pool)) continue;
+    const GangRequest& w = waiting->req;
+    if (w.key == g.key || (!g.pool.empty() && w.pool != g.pool)) continue;
     ahead += w.IsShare() ? 1 : w.Gpus();
   }
   const int gpus = g.IsShare() ? 1 : g.Gpus();
@@ -82,6 +82,20 @@ Result<PricedPreemption> Engine::QuotePreemption(const GangRequest& g, double ex
                                                  std::span<const VictimCandidate> candidates, double now,
                                                  EngineDriver& driver, std::optional<std::set<std::string>> domains,
                                                  std::optional<GangKey> own_plan) const {
+  std::vector<const Running*> records;
+  records.reserve(candidates.size());
+  for (const VictimCandidate& c : candidates) {
+    auto it = running_.find(c.key);
+    records.push_back(it == running_.end() ? nullptr : &it->second);
+  }
+  return Quote(g, expected_wait, candidates, records, now, driver, std::move(domains), std::move(own_plan));
+}
+
+Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wait,
+                                       std::span<const VictimCandidate> candidates,
+                                       std::span<const Running* const> records, double now, EngineDriver& driver,
+                                       std::optional<std::set<std::string>> domains,
+                                       std::optional<GangKey> own_plan) const {
   PassContext ctx{.now = now, .driver = driver};
   std::vector<VictimFacts> facts;
   std::vector<size_t> index;  // facts -> candidates
@@ -91,10 +105,8 @@ Result<PricedPreemption> Engine::QuotePreemption(const GangRequest& g, double ex
     const VictimCandidate& c = candidates[i];
     // The engine's record of a gang it runs; a description of anything else.
     Running outside;
-    const Running* r = nullptr;
-    if (auto it = running_.find(c.key); it != running_.end()) {
-      r = &it->second;
-    } else {
+    const Running* r = records[i];
+    if (r == nullptr) {
       outside.req.key = c.key;
       outside.req.job = c.job.empty() ? c.key.str() : c.job;
       outside.req.pool = c.pool;
@@ -159,8 +171,8 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
   if (inserted) {
     int sum = 0;
     if (auto q = queues_.find(queue); q != queues_.end()) {
-      for (const auto& [o, key] : q->second) {
-        const GangRequest& g = waiting_.at(key).req;
+      for (const auto& [o, w] : q->second) {
+        const GangRequest& g = w->req;
         sum += g.IsShare() ? 1 : g.Gpus();
         it->second.emplace_back(o, sum);
       }
@@ -202,7 +214,7 @@ bool Engine::TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx) {
   std::vector<bool> graceful;
   for (const auto& [key, r] : running_) {
     if (!r.reclaimable || r.evicting || r.req.priority >= g.priority || r.pool != pool) continue;
-    if (!QueueAllowsVictim(key, r, g)) continue;  // team queues: only borrowed capacity
+    if (!QueueAllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
     const EvictionChoice how = ChooseEviction(key, head_weight, g, ctx);
     placement::VictimGang v;
     v.key = key;
@@ -300,14 +312,16 @@ bool Engine::TryPreempt(Waiting& w, double expected_wait, PassContext& ctx) {
   // records describe them (QuotePreemption checks their standing and prices them).
   std::vector<VictimCandidate> candidates;
   std::vector<GangKey> keys;
+  std::vector<const Running*> records;
   for (const auto& [key, r] : running_) {
     if (r.req.priority >= g.priority || r.evicting) continue;
     if (!g.pool.empty() && r.pool != g.pool) continue;
-    if (!QueueAllowsVictim(key, r, g)) continue;  // team queues: only borrowed capacity
+    if (!QueueAllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
     candidates.push_back(VictimCandidate{.key = key});
     keys.push_back(key);
+    records.push_back(&r);
   }
-  auto quote = QuotePreemption(g, expected_wait, candidates, ctx.now, ctx.driver);
+  auto quote = Quote(g, expected_wait, candidates, records, ctx.now, ctx.driver, std::nullopt, std::nullopt);
   if (!quote.ok()) {
     w.why = fmt::format("preemption: {}", quote.status().message());
     return false;

@@ -24,25 +24,9 @@ void Engine::QueueWalk(PassContext& ctx) {
   for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
     ledger_.SetCapacity(state.pool(p).name, static_cast<Milli>(state.pool(p).total_gpus) * kMilliGpu);
   }
-  std::map<std::pair<std::string, std::string>, Milli> pending;
-  // A queue's waiting gangs keep that much of its unused quota from being lent this pass:
-  // lent, it would be reclaimed as soon as they fit (a preemption per arrival). Only gangs
-  // no larger than its nominal quota count: a larger one borrows anyway and must not hold
-  // GPUs idle that it cannot run on.
-  for (const auto& [team, gangs] : by_queue_) {
-    // "Any pool" work counts where its queue has its only quota (else nowhere).
-    const QueueSpec* spec = ledger_.Find(team);
-    const std::string* only = spec && spec->quotas.size() == 1 ? &spec->quotas.front().pool : nullptr;
-    for (const auto& [order, key] : gangs) {
-      const GangRequest& g = waiting_.at(key).req;
-      const std::string* pool = !g.pool.empty() ? &g.pool : only;
-      if (pool != nullptr && AmountOf(g) <= ledger_.Nominal(team, *pool)) pending[{team, *pool}] += AmountOf(g);
-    }
-  }
-  ledger_.SetPending(pending);
   struct Cursor {
-    const std::string* team;
-    std::vector<GangKey> keys;
+    int team;
+    std::vector<Waiting*> gangs;
     size_t next = 0;
     // Its turn as last computed, valid while the ledger and `next` are unchanged.
     uint64_t version = ~uint64_t{0};
@@ -51,19 +35,47 @@ void Engine::QueueWalk(PassContext& ctx) {
   };
   std::vector<Cursor> cursors;
   cursors.reserve(by_queue_.size());
+  // One walk over the waiting gangs builds each queue's cursor and what it has pending.
+  // A queue's waiting gangs keep that much of its unused quota from being lent this pass:
+  // lent, it would be reclaimed as soon as they fit (a preemption per arrival). Only gangs
+  // no larger than its nominal quota count: a larger one borrows anyway and must not hold
+  // GPUs idle that it cannot run on.
+  std::vector<std::tuple<int, int, Milli>> pending;
+  std::vector<Milli> sums;  // of one queue, by ledger pool index
   for (const auto& [team, gangs] : by_queue_) {
-    Cursor& c = cursors.emplace_back(Cursor{&team, {}, 0});
-    c.keys.reserve(gangs.size());
-    for (const auto& [order, key] : gangs) c.keys.push_back(key);
+    const int q = gangs.begin()->second->team;  // never empty: emptied queues are erased
+    Cursor& c = cursors.emplace_back(Cursor{q, {}, 0});
+    c.gangs.reserve(gangs.size());
+    // "Any pool" work counts where its queue has its only quota (else nowhere).
+    const QueueSpec* spec = ledger_.Find(team);
+    const int only = spec && spec->quotas.size() == 1 ? ledger_.PoolIndex(spec->quotas.front().pool) : -1;
+    sums.assign(sums.size(), 0);
+    for (const auto& [order, w] : gangs) {
+      c.gangs.push_back(w);
+      const int pool = !w->req.pool.empty() ? LedgerPoolOf(*w) : only;
+      if (pool < 0) continue;
+      const Milli amount = AmountOf(w->req);
+      if (amount > ledger_.Nominal(q, pool)) continue;
+      if (static_cast<size_t>(pool) >= sums.size()) sums.resize(static_cast<size_t>(pool) + 1, 0);
+      sums[static_cast<size_t>(pool)] += amount;
+    }
+    for (size_t p = 0; p < sums.size(); ++p)
+      if (sums[p] > 0) pending.emplace_back(q, static_cast<int>(p), sums[p]);
   }
+  ledger_.SetPendingByIndex(pending);
   // (0: its next gang runs within nominal, weighted share, cursor index: queues by name).
   using Turn = std::tuple<int, double, size_t>;
   auto turn_of = [&](size_t i) -> Turn {
     Cursor& c = cursors[i];
     if (c.version == ledger_.version() && c.turn_for == c.next) return c.turn;
-    auto it = waiting_.find(c.keys[c.next]);
-    const bool within = it != waiting_.end() && ledger_.WithinNominal(*c.team, it->second.req.pool, AmountOf(it->second.req));
-    c.turn = {within ? 0 : 1, ledger_.Share(*c.team), i};
+    Waiting& w = *c.gangs[c.next];
+    bool within = false;
+    if (!w.gone) {
+      within = w.req.pool.empty()
+                   ? ledger_.WithinNominalOfAnyPool(c.team, AmountOf(w.req))
+                   : ledger_.Check(c.team, LedgerPoolOf(w), AmountOf(w.req)) == QueueLedger::Fit::kWithinNominal;
+    }
+    c.turn = {within ? 0 : 1, ledger_.Share(c.team), i};
     c.version = ledger_.version();
     c.turn_for = c.next;
     return c.turn;
@@ -79,45 +91,88 @@ void Engine::QueueWalk(PassContext& ctx) {
       continue;
     }
     Cursor& c = cursors[i];
-    TryGang(c.keys[c.next++], ctx);
-    if (c.next < c.keys.size()) turns.push(turn_of(i));
+    TryGang(*c.gangs[c.next++], ctx);
+    if (c.next < c.gangs.size()) turns.push(turn_of(i));
   }
 }
 
-std::optional<QueueLedger::Fit> Engine::QuotaFor(Waiting& w, const placement::ClusterState& state) const {
+int Engine::LedgerPoolOf(Waiting& w) const {
+  // Looked up until the ledger knows the pool; then its index is kept (SetQueues resets it).
+  if (w.ledger_pool < 0) w.ledger_pool = ledger_.PoolIndex(w.req.pool);
+  return w.ledger_pool;
+}
+
+std::optional<QueueLedger::Fit> Engine::QuotaFor(Waiting& w, PassContext& ctx) const {
   const GangRequest& g = w.req;
   const Milli amount = AmountOf(g);
+  // Explain's text depends on the ledger (usage, and what waits: set at the pass start).
+  if (ctx.explained_version != ledger_.version()) {
+    ctx.explained.clear();
+    ctx.explained_version = ledger_.version();
+  }
+  auto explain = [&](int pool, const std::string& name) {
+    auto [it, added] = ctx.explained.try_emplace(std::make_tuple(w.team, pool, amount));
+    if (added || pool < 0) it->second = ledger_.Explain(ledger_.QueueName(w.team), name, amount);
+    w.why = it->second;
+  };
   if (!g.pool.empty()) {
-    const QueueLedger::Fit fit = ledger_.Check(w.team, g.pool, amount);
+    const int pool = LedgerPoolOf(w);
+    const QueueLedger::Fit fit = ledger_.Check(w.team, pool, amount);
     if (fit != QueueLedger::Fit::kNoRoom) return fit;
-    w.why = ledger_.Explain(w.team, g.pool, amount);
+    explain(pool, g.pool);
     return std::nullopt;
   }
   // Any pool: the best verdict over the cluster's pools (the planner's pick is checked
   // again once placed).
+  const placement::ClusterState& state = ctx.driver.state();
   std::optional<QueueLedger::Fit> best;
-  std::string first_pool;
+  const std::string* first_pool = nullptr;
+  int first_index = -1;
   for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
     const std::string& pool = state.pool(p).name;
     if (state.pool(p).nodes.empty()) continue;
-    if (first_pool.empty() || ledger_.Nominal(w.team, pool) > ledger_.Nominal(w.team, first_pool)) first_pool = pool;
-    const QueueLedger::Fit fit = ledger_.Check(w.team, pool, amount);
+    const int index = ledger_.PoolIndex(pool);
+    if (first_pool == nullptr || first_pool->empty() ||
+        ledger_.Nominal(w.team, index) > ledger_.Nominal(w.team, first_index)) {
+      first_pool = &pool;
+      first_index = index;
+    }
+    const QueueLedger::Fit fit = ledger_.Check(w.team, index, amount);
     if (fit != QueueLedger::Fit::kNoRoom && (!best || fit < *best)) best = fit;
   }
-  if (!best) w.why = ledger_.Explain(w.team, first_pool, amount);
+  if (!best) explain(first_index, first_pool ? *first_pool : std::string());
   return best;
 }
 
-bool Engine::QueueAllowsVictim(const GangKey& victim, const Running& r, const GangRequest& preemptor) const {
+const std::vector<const Engine::Running*>& Engine::ReclaimRecords(int team, int pool) {
+  if (reclaim_records_version_ != ledger_.version()) {
+    reclaim_records_.clear();
+    reclaim_records_version_ = ledger_.version();
+  }
+  auto [it, added] = reclaim_records_.try_emplace({team, pool});
+  if (!added) return it->second;
+  for (const GangKey& key : ledger_.ReclaimCandidates(team, pool)) {
+    // Every gang the ledger tracks runs here (Track/EraseRunning keep them in step).
+    if (auto r = running_.find(key); r != running_.end()) it->second.push_back(&r->second);
+  }
+  return it->second;
+}
+
+void Engine::MarkBorrowing() {
+  if (borrowing_version_ == ledger_.version()) return;
+  ++borrowing_epoch_;
+  for (const GangKey& key : ledger_.Borrowing())
+    if (auto r = running_.find(key); r != running_.end()) r->second.borrowing_epoch = borrowing_epoch_;
+  borrowing_version_ = ledger_.version();
+}
+
+bool Engine::QueueAllowsVictim(const Running& r, const GangRequest& preemptor, int preemptor_team) {
   if (!ledger_.enabled()) return true;
-  if (r.team == ledger_.Resolve(preemptor.queue)) return true;
+  if (r.team == preemptor_team) return true;
   const int critical = ledger_.config().cross_queue_preemption_priority;
   if (critical >= 0 && preemptor.priority >= critical) return true;
-  if (!borrowing_) {
-    const std::vector<GangKey> keys = ledger_.Borrowing();
-    borrowing_.emplace(keys.begin(), keys.end());
-  }
-  return borrowing_->contains(victim);
+  MarkBorrowing();
+  return r.borrowing_epoch == borrowing_epoch_;
 }
 
 bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
@@ -136,9 +191,9 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
   std::vector<std::string> pools;
   if (!g.pool.empty()) {
     pools.push_back(g.pool);
-  } else if (const QueueSpec* spec = ledger_.Find(w.team)) {
+  } else if (const QueueSpec* spec = ledger_.Find(ledger_.QueueName(w.team))) {
     for (const PoolQuota& q : spec->quotas)
-      if (ledger_.WithinNominal(w.team, q.pool, AmountOf(g))) pools.push_back(q.pool);
+      if (ledger_.WithinNominal(spec->name, q.pool, AmountOf(g))) pools.push_back(q.pool);
   }
   const double weight = policy_.TierOf(g.priority).weight;
   const double patience = ledger_.config().reclaim_after_s;
@@ -162,22 +217,21 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
     std::vector<placement::VictimGang> candidates;
     std::vector<GangKey> keys;
     std::vector<bool> graceful;
-    for (const GangKey& key : ledger_.ReclaimCandidates(w.team, pool)) {
-      auto r = running_.find(key);
-      if (r == running_.end() || r->second.evicting || r->second.pool != pool) continue;
+    for (const Running* r : ReclaimRecords(w.team, ledger_.PoolIndex(pool))) {
+      if (r->evicting || r->pool != pool) continue;
+      const GangKey& key = r->req.key;
       // The cost rules rank the victims and choose graceful notice where it is cheaper;
       // a reclaim does not have to pay for itself: the quota is the queue's.
-      const EvictionChoice how = ChooseEviction(key, std::max(weight, policy_.TierOf(r->second.req.priority).weight), g, ctx);
+      const EvictionChoice how = ChooseEviction(key, std::max(weight, policy_.TierOf(r->req.priority).weight), g, ctx);
       placement::VictimGang v;
       v.key = key;
-      v.priority = r->second.req.priority;
+      v.priority = r->req.priority;
       v.gpu_seconds_at_risk = how.graceful ? 0 : how.risk;
       // Lost work or the preemptor's wait, plus the victim's restart (its footprint:
       // smaller victims first).
       v.cost = (how.graceful ? how.notice_cost : weight * how.risk) +
-               policy_.TierOf(v.priority).weight * (r->second.req.IsShare() ? 1 : r->second.req.Gpus()) *
-                   policy_.restart_overhead_s;
-      v.pods = r->second.pods;
+               policy_.TierOf(v.priority).weight * (r->req.IsShare() ? 1 : r->req.Gpus()) * policy_.restart_overhead_s;
+      v.pods = r->pods;
       candidates.push_back(std::move(v));
       keys.push_back(key);
       graceful.push_back(how.graceful);
@@ -194,8 +248,9 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
       continue;
     }
     stats_.queue_reclaims += result->decision->victims.size();
-    const std::string why = fmt::format("queue {} reclaims its nominal quota of {} ({} GPUs lent out)", w.team, pool,
-                                        static_cast<double>(ledger_.UsageOf(w.team, pool).lent) / kMilliGpu);
+    const std::string& team = ledger_.QueueName(w.team);
+    const std::string why = fmt::format("queue {} reclaims its nominal quota of {} ({} GPUs lent out)", team, pool,
+                                        static_cast<double>(ledger_.UsageOf(team, pool).lent) / kMilliGpu);
     return EvictAndStart(w, *result->decision, keys, graceful,
                          fmt::format("{} for {}: {}", kQueueReclaimReason, g.key.str(), why), why, ctx);
   }

@@ -134,12 +134,18 @@ void QueueLedger::SetCapacity(std::string_view pool, Milli capacity) {
 }
 
 void QueueLedger::SetPending(const std::map<std::pair<std::string, std::string>, Milli>& pending) {
+  std::vector<std::tuple<int, int, Milli>> by_index;
+  by_index.reserve(pending.size());
+  for (const auto& [qp, amount] : pending) by_index.emplace_back(IdOf(qp.first), PoolIdOf(qp.second), amount);
+  SetPendingByIndex(by_index);
+}
+
+void QueueLedger::SetPendingByIndex(const std::vector<std::tuple<int, int, Milli>>& pending) {
   for (Pool& p : pools_) {
     std::fill(p.held.begin(), p.held.end(), 0);
     std::fill(p.group_held.begin(), p.group_held.end(), 0);
   }
-  for (const auto& [qp, amount] : pending) {
-    const int q = IdOf(qp.first), p = PoolIdOf(qp.second);
+  for (const auto& [q, p, amount] : pending) {
     if (q < 0 || p < 0 || amount <= 0) continue;
     Pool& pool = pools_[static_cast<size_t>(p)];
     const auto i = static_cast<size_t>(q);
@@ -169,6 +175,7 @@ void QueueLedger::Add(const GangKey& key, const std::string& queue, const std::s
   if (const int parent = queues_[static_cast<size_t>(q)].parent; parent >= 0) ChangeUsage(parent, p, amount);
   members_[{q, p}].insert(key);
   all_borrowing_.reset();
+  reclaim_candidates_.clear();
   ++version_;
 }
 
@@ -181,6 +188,7 @@ void QueueLedger::Remove(const GangKey& key) {
   members_[{g.queue, g.pool}].erase(key);
   gangs_.erase(it);
   all_borrowing_.reset();
+  reclaim_candidates_.clear();
   ++version_;
 }
 
@@ -194,6 +202,24 @@ Milli QueueLedger::Nominal(std::string_view queue, std::string_view pool) const 
   const PoolQuota* q = s ? s->QuotaOf(pool) : nullptr;
   return q ? q->nominal : 0;
 }
+
+Milli QueueLedger::Nominal(int queue, int pool) const {
+  // A pool the ledger does not know has no quota (every quota's pool is known from the start).
+  if (queue < 0 || pool < 0) return 0;
+  return pools_[static_cast<size_t>(pool)].nominal[static_cast<size_t>(queue)];
+}
+
+int QueueLedger::QueueIndex(std::string_view queue) const { return IdOf(queue); }
+
+int QueueLedger::PoolIndex(std::string_view pool) const { return PoolIdOf(pool); }
+
+int QueueLedger::ResolveIndex(std::string_view queue) const {
+  const int q = IdOf(queue);
+  if (q >= 0 && queues_[static_cast<size_t>(q)].children.empty()) return q;
+  return IdOf(config_.default_queue);
+}
+
+const std::string& QueueLedger::QueueName(int queue) const { return queues_[static_cast<size_t>(queue)].spec->name; }
 
 Milli QueueLedger::SharedCapacity(int q, int p) const {
   const Queue& queue = queues_[static_cast<size_t>(q)];
@@ -233,9 +259,11 @@ Milli QueueLedger::Room(std::string_view queue, std::string_view pool) const {
 }
 
 QueueLedger::Fit QueueLedger::Check(std::string_view queue, std::string_view pool, Milli amount) const {
-  const int q = IdOf(queue);
+  return Check(IdOf(queue), PoolIdOf(pool), amount);
+}
+
+QueueLedger::Fit QueueLedger::Check(int q, int p, Milli amount) const {
   if (q < 0) return Fit::kNoRoom;
-  const int p = PoolIdOf(pool);
   if (p < 0 || !pools_[static_cast<size_t>(p)].managed) return Fit::kWithinNominal;  // not limited by queues
   const Pool& data = pools_[static_cast<size_t>(p)];
   if (data.used[static_cast<size_t>(q)] + amount <= data.nominal[static_cast<size_t>(q)]) return Fit::kWithinNominal;
@@ -244,10 +272,15 @@ QueueLedger::Fit QueueLedger::Check(std::string_view queue, std::string_view poo
 
 bool QueueLedger::WithinNominal(std::string_view queue, std::string_view pool, Milli amount) const {
   if (!pool.empty()) return Check(queue, pool, amount) == Fit::kWithinNominal;
-  const int q = IdOf(queue);
+  return WithinNominalOfAnyPool(IdOf(queue), amount);
+}
+
+bool QueueLedger::WithinNominalOfAnyPool(int q, Milli amount) const {
   if (q < 0) return false;
-  for (const PoolQuota& quota : queues_[static_cast<size_t>(q)].spec->quotas)
-    if (Usage(queue, quota.pool) + amount <= quota.nominal) return true;
+  const auto i = static_cast<size_t>(q);
+  // Every quota's pool is known (the constructor adds them); usage per pool by index.
+  for (const PoolQuota& quota : queues_[i].spec->quotas)
+    if (pools_[static_cast<size_t>(PoolIdOf(quota.pool))].used[i] + amount <= quota.nominal) return true;
   return false;
 }
 
@@ -303,8 +336,9 @@ std::vector<std::string> QueueLedger::Pools() const {
   return out;
 }
 
-double QueueLedger::Share(std::string_view queue) const {
-  const int q = IdOf(queue);
+double QueueLedger::Share(std::string_view queue) const { return Share(IdOf(queue)); }
+
+double QueueLedger::Share(int q) const {
   if (q < 0) return 0;
   const auto i = static_cast<size_t>(q);
   double share = 0;
@@ -372,8 +406,9 @@ bool QueueLedger::IsBorrowing(const GangKey& key) const {
   return std::find(all_borrowing_->begin(), all_borrowing_->end(), key) != all_borrowing_->end();
 }
 
-bool QueueLedger::SameGroup(std::string_view a, std::string_view b) const {
-  const int qa = IdOf(a), qb = IdOf(b);
+bool QueueLedger::SameGroup(std::string_view a, std::string_view b) const { return SameGroup(IdOf(a), IdOf(b)); }
+
+bool QueueLedger::SameGroup(int qa, int qb) const {
   if (qa < 0 || qb < 0) return false;
   if (qa == qb) return true;
   const Queue& x = queues_[static_cast<size_t>(qa)];
@@ -385,15 +420,18 @@ bool QueueLedger::SameGroup(std::string_view a, std::string_view b) const {
 }
 
 std::vector<GangKey> QueueLedger::ReclaimCandidates(std::string_view queue, std::string_view pool) const {
-  std::vector<GangKey> out;
-  const int q = IdOf(queue), p = PoolIdOf(pool);
-  if (q < 0 || p < 0) return out;
+  return ReclaimCandidates(IdOf(queue), PoolIdOf(pool));
+}
+
+const std::vector<GangKey>& QueueLedger::ReclaimCandidates(int q, int p) const {
+  auto [it, added] = reclaim_candidates_.try_emplace({q, p});
+  if (!added || q < 0 || p < 0) return it->second;
   if (!all_borrowing_) Borrowing();
   for (const GangKey& k : *all_borrowing_) {
     const Gang& g = gangs_.at(k);
-    if (g.pool == p && g.queue != q && SameGroup(queue, queues_[static_cast<size_t>(g.queue)].spec->name)) out.push_back(k);
+    if (g.pool == p && g.queue != q && SameGroup(q, g.queue)) it->second.push_back(k);
   }
-  return out;
+  return it->second;
 }
 
 }  // namespace phalanx::scheduling

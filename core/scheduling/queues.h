@@ -30,6 +30,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -171,6 +172,25 @@ class QueueLedger {
   // Two queues share capacity (same cohort, same parent, or parents in one cohort).
   bool SameGroup(std::string_view a, std::string_view b) const;
 
+  // --- by index (the engine's per-gang path: names are looked up once, not per check) ---
+  // A configured queue's index (config order) or a pool's (as first seen); -1 if none.
+  // Indexes stay valid for the ledger's life: pools are only ever added.
+  int QueueIndex(std::string_view queue) const;
+  int PoolIndex(std::string_view pool) const;
+  // Index of Resolve(queue) (-1 only when queues are off).
+  int ResolveIndex(std::string_view queue) const;
+  const std::string& QueueName(int queue) const;
+  // As the overloads by name; `pool` -1 is a pool the ledger does not know (not managed).
+  Fit Check(int queue, int pool, Milli amount) const;
+  Milli Nominal(int queue, int pool) const;
+  double Share(int queue) const;
+  // WithinNominal(queue, "", amount): within its nominal quota of some pool it has one in.
+  bool WithinNominalOfAnyPool(int queue, Milli amount) const;
+  // SetPending by index: (queue, pool, milli-GPUs), each (queue, pool) at most once.
+  void SetPendingByIndex(const std::vector<std::tuple<int, int, Milli>>& pending);
+  // ReclaimCandidates by index; kept until the next Add or Remove.
+  const std::vector<GangKey>& ReclaimCandidates(int queue, int pool) const;
+
  private:
   // Indexes: queues by config order, pools as first seen; group = the queues that share
   // capacity (a cohort's top-level queues, a parent's children, or a lone queue).
@@ -222,6 +242,9 @@ class QueueLedger {
   uint64_t version_ = 0;
   // Borrowing() over every queue and pool, kept until the next Add or Remove.
   mutable std::optional<std::vector<GangKey>> all_borrowing_;
+  // ReclaimCandidates by (queue, pool), kept until the next Add or Remove.
+  mutable std::map<std::pair<int, int>, std::vector<GangKey>> reclaim_candidates_;
+  bool SameGroup(int a, int b) const;
 };
 
 }  // namespace phalanx::scheduling

@@ -4,23 +4,54 @@
 
 namespace phalanx::scheduling {
 
+size_t ReleaseForecast::PoolIndex::Position(double end, const GangKey& key) const {
+  const auto lo = std::lower_bound(ends.begin(), ends.end(), end);
+  const auto hi = std::upper_bound(lo, ends.end(), end);
+  const auto first = keys.begin() + (lo - ends.begin());
+  const auto last = keys.begin() + (hi - ends.begin());
+  return static_cast<size_t>(
+      std::lower_bound(first, last, &key, [](const GangKey* a, const GangKey* b) { return *a < *b; }) - keys.begin());
+}
+
+void ReleaseForecast::PoolIndex::Insert(double end, const GangKey* key, int g) {
+  const size_t at = Position(end, *key);
+  const auto offset = static_cast<std::ptrdiff_t>(at);
+  ends.insert(ends.begin() + offset, end);
+  keys.insert(keys.begin() + offset, key);
+  gpus.insert(gpus.begin() + offset, g);
+  valid = std::min(valid, at);
+}
+
+void ReleaseForecast::PoolIndex::Erase(double end, const GangKey& key) {
+  const size_t at = Position(end, key);
+  if (at >= keys.size() || *keys[at] != key) return;
+  const auto offset = static_cast<std::ptrdiff_t>(at);
+  ends.erase(ends.begin() + offset);
+  keys.erase(keys.begin() + offset);
+  gpus.erase(gpus.begin() + offset);
+  valid = std::min(valid, at);
+}
+
+ReleaseForecast::ReleaseForecast(const ReleaseForecast& other) : overdue_grace_s(other.overdue_grace_s) {
+  for (const auto& [key, e] : other.by_key_) Add(key, e.pool, e.end, e.gpus);
+}
+
+ReleaseForecast& ReleaseForecast::operator=(const ReleaseForecast& other) {
+  if (this != &other) *this = ReleaseForecast(other);
+  return *this;
+}
+
 void ReleaseForecast::Add(const GangKey& key, const std::string& pool, double expected_end, int gpus) {
   Remove(key);
-  by_key_[key] = Entry{pool, expected_end, gpus};
-  for (PoolIndex* index : {&pools_[pool], &all_}) {
-    index->by_end.emplace(expected_end, key, gpus);
-    index->dirty = true;
-  }
+  auto [it, added] = by_key_.insert_or_assign(key, Entry{pool, expected_end, gpus});
+  for (PoolIndex* index : {&pools_[pool], &all_}) index->Insert(expected_end, &it->first, gpus);
 }
 
 void ReleaseForecast::Remove(const GangKey& key) {
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return;
   const Entry& e = it->second;
-  for (PoolIndex* index : {&pools_[e.pool], &all_}) {
-    index->by_end.erase({e.end, key, e.gpus});
-    index->dirty = true;
-  }
+  for (PoolIndex* index : {&pools_[e.pool], &all_}) index->Erase(e.end, key);
   by_key_.erase(it);
 }
 
@@ -30,40 +61,29 @@ const ReleaseForecast::PoolIndex* ReleaseForecast::Index(const std::string& pool
   return it == pools_.end() ? nullptr : &it->second;
 }
 
-void ReleaseForecast::Rebuild(const PoolIndex& index) const {
-  if (!index.dirty) return;
-  index.ends.clear();
-  index.keys.clear();
-  index.cumulative.clear();
-  int sum = 0;
-  for (const auto& [end, key, gpus] : index.by_end) {
-    sum += gpus;
-    index.ends.push_back(end);
-    index.keys.push_back(key);
-    index.cumulative.push_back(sum);
-  }
-  index.dirty = false;
+void ReleaseForecast::Rebuild(const PoolIndex& index) {
+  const size_t n = index.gpus.size();
+  if (index.valid >= n && index.cumulative.size() == n) return;
+  index.cumulative.resize(n);
+  for (size_t i = index.valid; i < n; ++i) index.cumulative[i] = (i == 0 ? 0 : index.cumulative[i - 1]) + index.gpus[i];
+  index.valid = n;
 }
 
 ReleaseForecast::Shadow ReleaseForecast::When(const std::string& pool, int need, int free_now, double now,
                                               const GangKey* without) const {
   if (free_now >= need) return Shadow{now, free_now - need, true};
   const PoolIndex* index = Index(pool);
-  if (index == nullptr || index->by_end.empty()) return Shadow{now, 0, false};
+  if (index == nullptr || index->empty()) return Shadow{now, 0, false};
   Rebuild(*index);
   // The excluded gang's release: cumulative sums from its position on are `minus` lower.
   size_t cut = index->ends.size();
   int minus = 0;
   if (without != nullptr) {
     if (auto e = by_key_.find(*without); e != by_key_.end() && (pool.empty() || e->second.pool == pool)) {
-      // Its position in (end, key) order, by binary search over the rebuilt arrays.
-      const auto lo = std::lower_bound(index->ends.begin(), index->ends.end(), e->second.end);
-      const auto hi = std::upper_bound(lo, index->ends.end(), e->second.end);
-      const auto first = index->keys.begin() + (lo - index->ends.begin());
-      const auto last = index->keys.begin() + (hi - index->ends.begin());
-      const auto k = std::lower_bound(first, last, *without);
-      if (k != last && *k == *without) {
-        cut = static_cast<size_t>(k - index->keys.begin());
+      // Its position in (end, key) order, by binary search over the sorted arrays.
+      const size_t k = index->Position(e->second.end, *without);
+      if (k < index->keys.size() && *index->keys[k] == *without) {
+        cut = k;
         minus = e->second.gpus;
       }
     }
@@ -90,7 +110,7 @@ ReleaseForecast::Shadow ReleaseForecast::When(const std::string& pool, int need,
 
 int ReleaseForecast::ReleasedBy(const std::string& pool, double time, double now) const {
   const PoolIndex* index = Index(pool);
-  if (index == nullptr || index->by_end.empty() || time < now) return 0;
+  if (index == nullptr || index->empty() || time < now) return 0;
   Rebuild(*index);
   auto cum_before = [&](std::vector<double>::const_iterator it) {
     return it == index->ends.begin() ? 0 : index->cumulative[static_cast<size_t>(it - index->ends.begin()) - 1];

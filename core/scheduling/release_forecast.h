@@ -22,6 +22,13 @@ namespace phalanx::scheduling {
 
 class ReleaseForecast {
  public:
+  ReleaseForecast() = default;
+  // The indexes point into by_key_: a copy re-adds every gang (moves keep the nodes).
+  ReleaseForecast(const ReleaseForecast& other);
+  ReleaseForecast& operator=(const ReleaseForecast& other);
+  ReleaseForecast(ReleaseForecast&&) = default;
+  ReleaseForecast& operator=(ReleaseForecast&&) = default;
+
   // `pool` is the capacity pool the gang runs in.
   void Add(const GangKey& key, const std::string& pool, double expected_end, int gpus);
   void Remove(const GangKey& key);
@@ -48,16 +55,24 @@ class ReleaseForecast {
     double end = 0;
     int gpus = 0;
   };
+  // One pool's running gangs in (expected end, key) order, as parallel arrays kept sorted
+  // on every Add and Remove (a binary search and a move of plain values), so a query after
+  // a change re-sums only the suffix that moved instead of rebuilding from a tree.
   struct PoolIndex {
-    std::set<std::tuple<double, GangKey, int>> by_end;
-    // Lazily rebuilt prefix sums over by_end (ends, cumulative GPUs).
-    mutable std::vector<double> ends;
-    mutable std::vector<GangKey> keys;  // same order as ends
+    std::vector<double> ends;
+    std::vector<const GangKey*> keys;  // into by_key_ (its nodes do not move)
+    std::vector<int> gpus;
+    // Prefix sums of gpus, valid for positions below `valid` (extended lazily).
     mutable std::vector<int> cumulative;
-    mutable bool dirty = true;
+    mutable size_t valid = 0;
+    // Position of (end, key), or where it would be inserted.
+    size_t Position(double end, const GangKey& key) const;
+    void Insert(double end, const GangKey* key, int gpus);
+    void Erase(double end, const GangKey& key);
+    bool empty() const { return ends.empty(); }
   };
   const PoolIndex* Index(const std::string& pool) const;
-  void Rebuild(const PoolIndex& index) const;
+  static void Rebuild(const PoolIndex& index);
 
   std::map<GangKey, Entry> by_key_;
   std::map<std::string, PoolIndex> pools_;

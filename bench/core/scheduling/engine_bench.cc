@@ -7,7 +7,8 @@
 //   BM_PassArrivalsOnly/Q    the same queue after a pass; one new gang arrives and only it
 //                            is tried (nothing was released).
 //   BM_PassAdmitsHalf/Q      40 % of the nodes empty: the pass admits what fits (the
-//                            state is rebuilt outside the timing each iteration).
+//                            state is rebuilt outside the timing each iteration); each
+//                            admission is a gang plan over the pool (core/placement).
 //   BM_QueuesNothingFits/Q   BM_PassNothingFits with 100 team queues (one cohort, 400 GPUs
 //                            nominal each): the running gangs spread over the queues, the
 //                            Q waiting gangs too; the walk is by queue share, and gangs
@@ -123,7 +124,7 @@ BENCHMARK(BM_PassArrivalsOnly)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisec
 
 void BM_PassAdmitsHalf(benchmark::State& st) {
   const placement::ClusterState base = placement::bench::MakeCluster(kNodes, 0.4);
-  int64_t admitted = 0;
+  int64_t admitted = 0, plans = 0;
   for (auto _ : st) {
     st.PauseTiming();
     BenchDriver d(base);
@@ -132,10 +133,12 @@ void BM_PassAdmitsHalf(benchmark::State& st) {
     st.ResumeTiming();
     e.Pass(100, d);
     admitted += static_cast<int64_t>(e.stats().admitted);
+    plans += static_cast<int64_t>(e.stats().plan_calls);
   }
   st.counters["admitted/pass"] = static_cast<double>(admitted) / static_cast<double>(st.iterations());
+  st.counters["plans/pass"] = static_cast<double>(plans) / static_cast<double>(st.iterations());
 }
-BENCHMARK(BM_PassAdmitsHalf)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PassAdmitsHalf)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 GangRequest TeamWaiting(int i) {
   GangRequest g = Waiting(i);
@@ -157,7 +160,7 @@ BENCHMARK(BM_QueuesNothingFits)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillise
 
 void BM_QueuesAdmitsHalf(benchmark::State& st) {
   const placement::ClusterState base = placement::bench::MakeCluster(kNodes, 0.4);
-  int64_t admitted = 0;
+  int64_t admitted = 0, plans = 0;
   for (auto _ : st) {
     st.PauseTiming();
     BenchDriver d(base);
@@ -166,8 +169,10 @@ void BM_QueuesAdmitsHalf(benchmark::State& st) {
     st.ResumeTiming();
     e.Pass(100, d);
     admitted += static_cast<int64_t>(e.stats().admitted);
+    plans += static_cast<int64_t>(e.stats().plan_calls);
   }
   st.counters["admitted/pass"] = static_cast<double>(admitted) / static_cast<double>(st.iterations());
+  st.counters["plans/pass"] = static_cast<double>(plans) / static_cast<double>(st.iterations());
 }
 BENCHMARK(BM_QueuesAdmitsHalf)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 

@@ -4,6 +4,8 @@
 // its own queue's nominal), and tier preemption across queues only on borrowed capacity.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/scheduling/engine.h"
 #include "tests/unit/core/scheduling/fake_driver.h"
 
@@ -304,6 +306,68 @@ TEST_F(EngineQueuesTest, AnyPoolGangIsCheckedInThePoolItLandsIn) {
   engine.Pass(10, driver_);
   ASSERT_TRUE(engine.IsRunning(GangKey("a2")));
   EXPECT_EQ(driver_.AdmissionOf("a2")->pool, "L40S");
+}
+
+// Quota reasons are formatted once per (queue, pool, amount) while the ledger is
+// unchanged: an admission in between must give the next gang the new usage.
+TEST_F(EngineQueuesTest, QuotaReasonsFollowUsageWithinAPass) {
+  Engine engine(Rules(), TwoTeams(/*borrowing=*/0));
+  ASSERT_TRUE(engine.Enqueue(Team("a0", "team-a", 1, 6, kStandard, 0)).ok());
+  engine.Pass(10, driver_);
+  ASSERT_TRUE(engine.IsRunning(GangKey("a0")));
+  ASSERT_TRUE(engine.Enqueue(Team("x", "team-a", 1, 4, kStandard, 1)).ok());
+  ASSERT_TRUE(engine.Enqueue(Team("y", "team-a", 1, 2, kStandard, 2)).ok());
+  ASSERT_TRUE(engine.Enqueue(Team("z", "team-a", 1, 4, kStandard, 3)).ok());
+  engine.Pass(20, driver_);
+  EXPECT_TRUE(engine.IsRunning(GangKey("y")));  // within nominal: 6 + 2 = 8
+  EXPECT_EQ(engine.WhyWaiting(GangKey("x")),
+            "queue team-a is at 6/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 4");
+  EXPECT_EQ(engine.WhyWaiting(GangKey("z")),
+            "queue team-a is at 8/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 4");
+}
+
+// Queue indexes are the new ledger's after SetQueues: waiting gangs move to their new
+// queues and are checked against the new quotas.
+TEST_F(EngineQueuesTest, SetQueuesReindexesWaitingAndRunningGangs) {
+  ASSERT_TRUE(engine_.Enqueue(Team("a1", "team-a", 1, 8, kStandard, 0)).ok());
+  engine_.Pass(10, driver_);
+  ASSERT_TRUE(Started("a1"));
+  ASSERT_TRUE(engine_.Enqueue(Team("c1", "team-c", 1, 8, kStandard, 1)).ok());  // unknown: team-a
+  QueueConfig c = TwoTeams(/*borrowing=*/0);
+  c.queues.insert(c.queues.begin(), {.name = "team-c", .cohort = "", .weight = 1, .parent = "",
+                                     .quotas = {{"H100", 4 * G, std::optional<Milli>(0), {}}}});
+  ASSERT_TRUE(engine_.SetQueues(c).ok());
+  EXPECT_EQ(engine_.queues().Usage("team-a", "H100"), 8 * G);
+  engine_.Pass(20, driver_);
+  EXPECT_FALSE(Started("c1"));
+  EXPECT_EQ(Why("c1"), "queue team-c is at 0/4 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 8");
+}
+
+// The engine keeps each reclaim search's candidates (their running records) while the
+// ledger is unchanged: after gangs end and others start, a reclaim takes the gang that
+// borrows now.
+TEST_F(EngineQueuesTest, ReclaimTakesTheGangThatBorrowsNow) {
+  ASSERT_TRUE(engine_.Enqueue(Team("a1", "team-a", 1, 8, kStandard, 0)).ok());
+  ASSERT_TRUE(engine_.Enqueue(Team("a2", "team-a", 1, 8, kStandard, 1)).ok());
+  engine_.Pass(10, driver_);
+  ASSERT_TRUE(Started("a2"));  // team-b's 8, lent
+  ASSERT_TRUE(engine_.Enqueue(Team("b1", "team-b", 1, 8, kStandard, 2)).ok());
+  engine_.Pass(20, driver_);
+  EXPECT_TRUE(Started("b1"));
+  EXPECT_EQ(driver_.evicted, std::vector<std::string>{"a2"});
+  Finish("b1");
+  ASSERT_TRUE(engine_.Enqueue(Team("a3", "team-a", 1, 4, kStandard, 3)).ok());
+  ASSERT_TRUE(engine_.Enqueue(Team("a4", "team-a", 1, 4, kStandard, 4)).ok());
+  engine_.Pass(30, driver_);
+  ASSERT_TRUE(Started("a3"));
+  ASSERT_TRUE(Started("a4"));
+  ASSERT_TRUE(engine_.Enqueue(Team("b2", "team-b", 1, 8, kStandard, 5)).ok());
+  engine_.Pass(40, driver_);
+  EXPECT_TRUE(Started("b2"));  // both borrowers taken: one alone does not make room
+  std::vector<std::string> evicted = driver_.evicted;
+  std::sort(evicted.begin(), evicted.end());
+  EXPECT_EQ(evicted, (std::vector<std::string>{"a2", "a3", "a4"}));
+  EXPECT_TRUE(Started("a1"));  // within team-a's nominal: never taken
 }
 
 }  // namespace

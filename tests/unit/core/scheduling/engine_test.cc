@@ -361,5 +361,64 @@ TEST_F(EngineTest, RejectsMalformedAndDuplicateGangsAndChangesNothing) {
   EXPECT_EQ(engine_.Remove(GangKey("nope")).code(), StatusCode::kNotFound);
 }
 
+// A driver that removes a waiting gang (and queues another) while the engine admits one:
+// the pass must not try the removed gang, and tries the new one only in the next pass.
+class RemovingDriver : public FakeDriver {
+ public:
+  std::optional<std::vector<PodUid>> Admit(const GangRequest& gang, const Admission& a) override {
+    if (gang.key == GangKey("a")) {
+      EXPECT_TRUE(engine->Remove(GangKey("c")).ok());
+      EXPECT_TRUE(engine->Enqueue(Gang("d", 1, 2, kStandard, 0)).ok());
+    }
+    return FakeDriver::Admit(gang, a);
+  }
+  Engine* engine = nullptr;
+};
+
+TEST(EngineWalkTest, AGangRemovedDuringThePassIsNotTried) {
+  RemovingDriver driver;
+  testing::AddRack(driver.mutable_state(), "n", 1, "r0");
+  Engine engine(RulesPolicy());
+  driver.engine = &engine;
+  ASSERT_TRUE(engine.Enqueue(Gang("a", 1, 4, kHigh, 0)).ok());
+  ASSERT_TRUE(engine.Enqueue(Gang("b", 1, 8, kStandard, 1)).ok());
+  ASSERT_TRUE(engine.Enqueue(Gang("c", 1, 2, kStandard, 2)).ok());
+  engine.Pass(10, driver);
+  EXPECT_TRUE(engine.IsRunning(GangKey("a")));
+  EXPECT_FALSE(engine.IsRunning(GangKey("c")));
+  EXPECT_FALSE(engine.IsWaiting(GangKey("c")));
+  EXPECT_EQ(engine.WhyWaiting(GangKey("c")), "");
+  EXPECT_TRUE(engine.IsWaiting(GangKey("d")));  // queued during the pass: next pass
+  EXPECT_FALSE(engine.IsRunning(GangKey("d")));
+  EXPECT_EQ(engine.waiting(), 2u);
+  engine.Pass(20, driver);
+  EXPECT_TRUE(engine.IsRunning(GangKey("d")));  // first submitted: ahead of b, fits the 4 left
+}
+
+// Reasons are formatted once per distinct text in a pass: each gang still shows its own
+// GPU count and expected wait.
+TEST(EngineWalkTest, WaitingReasonsAreEachGangsOwn) {
+  FakeDriver driver;
+  testing::AddRack(driver.mutable_state(), "n", 1, "r0");
+  EnginePolicy policy = RulesPolicy();
+  for (TierPolicy& t : policy.tiers) t.reserve_after_s = -1;  // no heads: "does not fit now"
+  ASSERT_TRUE(policy.Validate().ok());
+  Engine engine(policy);
+  ASSERT_TRUE(engine.Enqueue(Gang("r", 1, 8, kStandard, 0, 3600)).ok());
+  engine.Pass(0, driver);
+  ASSERT_TRUE(engine.IsRunning(GangKey("r")));
+  ASSERT_TRUE(engine.Enqueue(Gang("w1", 1, 2, kStandard, 1)).ok());
+  ASSERT_TRUE(engine.Enqueue(Gang("w2", 1, 2, kStandard, 2)).ok());
+  ASSERT_TRUE(engine.Enqueue(Gang("w3", 1, 4, kStandard, 3)).ok());
+  ASSERT_TRUE(engine.Enqueue(Gang("w4", 1, 8, kStandard, 4)).ok());
+  engine.Pass(600, driver);
+  EXPECT_EQ(engine.WhyWaiting(GangKey("w1")), "does not fit now (2 GPUs, 0 free); expected wait 50m");
+  EXPECT_EQ(engine.WhyWaiting(GangKey("w2")), "does not fit now (2 GPUs, 0 free); expected wait 50m");
+  EXPECT_EQ(engine.WhyWaiting(GangKey("w3")), "does not fit now (4 GPUs, 0 free); expected wait 50m");
+  // 2 + 2 + 4 ahead of it and its own 8: more than ever comes free.
+  EXPECT_EQ(engine.WhyWaiting(GangKey("w4")).rfind("does not fit now (8 GPUs, 0 free); expected wait ", 0), 0u);
+  EXPECT_NE(engine.WhyWaiting(GangKey("w4")), "does not fit now (8 GPUs, 0 free); expected wait 50m");
+}
+
 }  // namespace
 }  // namespace phalanx::scheduling

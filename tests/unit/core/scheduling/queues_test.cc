@@ -260,5 +260,75 @@ TEST(QueueLedgerTest, InvalidConfigLeavesQueuesOff) {
   EXPECT_FALSE(QueueLedger(c).enabled());
 }
 
+// The engine checks quotas by index (names resolved once per gang): every index answer
+// must be the answer by name.
+TEST(QueueLedgerTest, IndexesAnswerAsNames) {
+  QueueConfig c = TwoTeams();
+  c.queues.push_back({.name = "org-x", .cohort = "org", .weight = 2, .parent = "",
+                      .quotas = {{"H100", 6 * G, {}, {}}, {"A100", 2 * G, {}, {}}}});
+  c.queues.push_back({.name = "x-1", .cohort = "", .weight = 1, .parent = "org-x",
+                      .quotas = {{"H100", 4 * G, {}, {}}, {"A100", 2 * G, {}, {}}}});
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();
+  QueueLedger l(c);
+  l.SetCapacity("H100", 32 * G);
+  l.SetCapacity("L4", 8 * G);  // known to the ledger, no quota: not managed
+  const int a = l.QueueIndex("team-a"), x1 = l.QueueIndex("x-1"), h100 = l.PoolIndex("H100");
+  ASSERT_GE(a, 0);
+  ASSERT_GE(h100, 0);
+  EXPECT_EQ(l.QueueIndex("nobody"), -1);
+  EXPECT_EQ(l.PoolIndex("TPU"), -1);
+  EXPECT_EQ(l.QueueName(x1), "x-1");
+  EXPECT_EQ(l.ResolveIndex("x-1"), x1);
+  EXPECT_EQ(l.ResolveIndex("org-x"), a);  // a parent takes no work: the default queue
+  EXPECT_EQ(l.ResolveIndex("nobody"), a);
+  l.Add(GangKey("a1"), "team-a", "H100", 10 * G, 1000, 0);
+  l.Add(GangKey("x1"), "x-1", "H100", 3 * G, 1000, 1);
+  l.Add(GangKey("x2"), "x-1", "A100", 2 * G, 1000, 2);
+  l.SetPendingByIndex({{l.QueueIndex("team-b"), h100, 5 * G}});
+  for (const std::string queue : {"team-a", "team-b", "org-x", "x-1", "nobody"}) {
+    const int q = l.QueueIndex(queue);
+    EXPECT_DOUBLE_EQ(l.Share(q), l.Share(queue)) << queue;
+    for (const Milli amount : {Milli{1}, 2 * G, 5 * G, 9 * G, 40 * G}) {
+      EXPECT_EQ(l.WithinNominalOfAnyPool(q, amount), l.WithinNominal(queue, "", amount)) << queue << " " << amount;
+      for (const std::string pool : {"H100", "A100", "L4", "TPU"}) {
+        EXPECT_EQ(l.Check(q, l.PoolIndex(pool), amount), l.Check(queue, pool, amount)) << queue << " " << pool;
+        EXPECT_EQ(l.Nominal(q, l.PoolIndex(pool)), l.Nominal(queue, pool)) << queue << " " << pool;
+      }
+    }
+  }
+}
+
+TEST(QueueLedgerTest, PendingByIndexIsPendingByName) {
+  QueueLedger by_name(TwoTeams()), by_index(TwoTeams());
+  for (QueueLedger* l : {&by_name, &by_index}) l->Add(GangKey("a1"), "team-a", "H100", 8 * G, 1000, 0);
+  by_name.SetPending({{{"team-b", "H100"}, 3 * G}, {{"team-a", "TPU"}, 3 * G}});
+  by_index.SetPendingByIndex({{by_index.QueueIndex("team-b"), by_index.PoolIndex("H100"), 3 * G},
+                              {by_index.QueueIndex("team-a"), by_index.PoolIndex("TPU"), 3 * G}});
+  EXPECT_EQ(by_index.Room("team-a", "H100"), 5 * G);
+  EXPECT_EQ(by_index.Room("team-a", "H100"), by_name.Room("team-a", "H100"));
+  by_index.SetPendingByIndex({});
+  EXPECT_EQ(by_index.Room("team-a", "H100"), 8 * G);
+}
+
+// Reclaim candidates are kept per (queue, pool) between ledger changes: every Add and
+// Remove must drop them.
+TEST(QueueLedgerTest, CachedReclaimCandidatesFollowAddAndRemove) {
+  QueueLedger l(TwoTeams());
+  const int b = l.QueueIndex("team-b"), a = l.QueueIndex("team-a");
+  l.Add(GangKey("a1"), "team-a", "H100", 8 * G, 1000, 0);
+  const int h100 = l.PoolIndex("H100");
+  EXPECT_TRUE(l.ReclaimCandidates(b, h100).empty());
+  l.Add(GangKey("a2"), "team-a", "H100", 4 * G, 1000, 10);
+  EXPECT_EQ(l.ReclaimCandidates(b, h100), std::vector<GangKey>{GangKey("a2")});
+  EXPECT_EQ(l.ReclaimCandidates(b, h100), l.ReclaimCandidates("team-b", "H100"));  // kept, same answer
+  EXPECT_TRUE(l.ReclaimCandidates(a, h100).empty());
+  l.Add(GangKey("a3"), "team-a", "H100", 2 * G, 1000, 20);
+  EXPECT_EQ(l.ReclaimCandidates(b, h100), (std::vector<GangKey>{GangKey("a3"), GangKey("a2")}));
+  l.Remove(GangKey("a1"));  // a2 and a3 now run within team-a's nominal
+  EXPECT_TRUE(l.ReclaimCandidates(b, h100).empty());
+  EXPECT_TRUE(l.ReclaimCandidates(b, -1).empty());
+  EXPECT_TRUE(l.ReclaimCandidates(-1, h100).empty());
+}
+
 }  // namespace
 }  // namespace phalanx::scheduling

@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
 namespace phalanx::scheduling {
 namespace {
 
@@ -66,6 +73,77 @@ TEST(ReleaseForecastTest, ReleasedByCountsEndsUpToTheTime) {
   f.Add(GangKey("a"), "H100", 2000, 8);  // re-adding moves it
   EXPECT_EQ(f.ReleasedBy("H100", 1000, 10), 8);
   EXPECT_TRUE(f.Contains(GangKey("a")));
+}
+
+// The forecast keeps its per-pool order up to date on every Add and Remove (sorted
+// arrays, prefix sums re-summed from the first change): answers after any interleaving of
+// changes and queries must be those of the definition, and a copy's those of the original.
+TEST(ReleaseForecastTest, IncrementalIndexAnswersAsAFreshOne) {
+  std::mt19937 rng(17);
+  ReleaseForecast f;
+  std::map<std::string, std::tuple<std::string, double, int>> live;  // key -> (pool, end, gpus)
+  const std::vector<std::string> pools = {"H100", "A100"};
+  // The definition, by brute force: releases in (end, key) order; everything ending at the
+  // instant that covers the need is released together.
+  auto expect = [&](const std::string& pool, int need, int free_now, double now, const GangKey* without) {
+    std::vector<std::tuple<double, std::string, int>> ends;
+    for (const auto& [key, e] : live) {
+      if ((pool.empty() || std::get<0>(e) == pool) && !(without && without->str() == key)) {
+        ends.emplace_back(std::get<1>(e), key, std::get<2>(e));
+      }
+    }
+    std::sort(ends.begin(), ends.end());
+    if (free_now >= need) return ReleaseForecast::Shadow{now, free_now - need, true};
+    int freed = free_now;
+    for (size_t i = 0; i < ends.size(); ++i) {
+      freed += std::get<2>(ends[i]);
+      if (freed < need) continue;
+      while (i + 1 < ends.size() && std::get<0>(ends[i + 1]) == std::get<0>(ends[i])) freed += std::get<2>(ends[++i]);
+      const double end = std::get<0>(ends[i]);
+      return ReleaseForecast::Shadow{end < now ? now + f.overdue_grace_s : end, freed - need, true};
+    }
+    return ReleaseForecast::Shadow{now, 0, false};
+  };
+  auto released_by = [&](const std::string& pool, double time, double now) {
+    int sum = 0;
+    for (const auto& [key, e] : live) {
+      if (time < now || (!pool.empty() && std::get<0>(e) != pool) || std::get<1>(e) > time) continue;
+      if (time < now + f.overdue_grace_s && std::get<1>(e) < now) continue;  // overdue: not before now + grace
+      sum += std::get<2>(e);
+    }
+    return sum;
+  };
+  for (int step = 0; step < 400; ++step) {
+    const std::string key = "g" + std::to_string(rng() % 60);
+    if (rng() % 4 == 0) {
+      f.Remove(GangKey(key));
+      live.erase(key);
+    } else {
+      // Few distinct ends: many gangs end at the same instant (ties broken by key).
+      const std::string& pool = pools[rng() % 2];
+      const double end = 100.0 * static_cast<double>(rng() % 12);
+      const int gpus = 1 + static_cast<int>(rng() % 16);
+      f.Add(GangKey(key), pool, end, gpus);
+      live[key] = {pool, end, gpus};
+    }
+    if (step % 3 != 0) continue;
+    const ReleaseForecast copy = f;
+    const GangKey without("g" + std::to_string(rng() % 60));
+    for (const std::string pool : {"H100", "A100", ""}) {
+      for (int need : {1, 9, 40, 120, 400}) {
+        for (const GangKey* w : {static_cast<const GangKey*>(nullptr), &without}) {
+          const auto a = f.When(pool, need, 3, 250, w), b = expect(pool, need, 3, 250, w), c = copy.When(pool, need, 3, 250, w);
+          ASSERT_EQ(a.reachable, b.reachable) << step << " " << pool << " " << need;
+          EXPECT_DOUBLE_EQ(a.start, b.start) << step << " " << pool << " " << need;
+          EXPECT_EQ(a.extra, b.extra) << step << " " << pool << " " << need;
+          EXPECT_EQ(c.reachable, a.reachable);
+          EXPECT_DOUBLE_EQ(c.start, a.start);
+          EXPECT_EQ(c.extra, a.extra);
+        }
+      }
+      for (double t : {0.0, 250.0, 300.0, 400.0, 2000.0}) EXPECT_EQ(f.ReleasedBy(pool, t, 250), released_by(pool, t, 250)) << t;
+    }
+  }
 }
 
 }  // namespace
