@@ -129,13 +129,14 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
     }
     if (!c.pods.empty()) cands.push_back(std::move(c));
   }
+  // std::tie, not make_tuple: the comparator runs n log n times and must not copy the keys.
   std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
     if (req.rank == VictimRank::kCost) {
-      return std::make_tuple(a.gang->rank_class, a.gang->cost, a.gpus, a.gang->key) <
-             std::make_tuple(b.gang->rank_class, b.gang->cost, b.gpus, b.gang->key);
+      return std::tie(a.gang->rank_class, a.gang->cost, a.gpus, a.gang->key) <
+             std::tie(b.gang->rank_class, b.gang->cost, b.gpus, b.gang->key);
     }
-    return std::make_tuple(a.gang->priority, a.gang->gpu_seconds_at_risk, a.gpus, a.gang->key) <
-           std::make_tuple(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
+    return std::tie(a.gang->priority, a.gang->gpu_seconds_at_risk, a.gpus, a.gang->key) <
+           std::tie(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
   });
   if (static_cast<int>(cands.size()) > req.limits.max_candidates) {
     cands.resize(static_cast<size_t>(std::max(req.limits.max_candidates, 0)));
