@@ -1,8 +1,10 @@
 #include "core/placement/gang_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -340,6 +342,74 @@ TEST(GangPlanTest, RandomClustersAgreeWithBruteForce) {
       }
     }
     EXPECT_EQ(r.plan->quality.nodes_used, static_cast<int>(taken.size()));
+  }
+}
+
+// The packing order (gang_plan.h): most members per node first, then the fullest node, then
+// by name; the rest of the gang goes to the smallest node that takes it all. The planner
+// heaps nodes per capacity instead of sorting the pool; this is the order written out as a
+// sort, on clusters large enough for many ties.
+std::map<std::string, int> ReferencePacking(const ClusterState& s, int members, int g) {
+  struct Cand {
+    std::string name;
+    int cap, free;
+  };
+  std::vector<Cand> cands;
+  for (NodeIndex i : s.Nodes()) {
+    const int free = GpuCount(s.node(i).free);
+    if (free >= g) cands.push_back({s.node(i).spec.name.str(), free / g, free});
+  }
+  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+    return std::tie(b.cap, a.free, a.name) < std::tie(a.cap, b.free, b.name);
+  });
+  std::map<std::string, int> out;
+  int remaining = members;
+  size_t front = 0;
+  while (remaining > 0 && front < cands.size()) {
+    size_t fit = cands.size();  // the last node (in order) that takes all the rest
+    for (size_t i = front; i < cands.size() && cands[i].cap >= remaining; ++i) fit = i;
+    if (fit != cands.size()) {
+      size_t first = fit;  // the first node of that capacity
+      while (first > front && cands[first - 1].cap == cands[fit].cap) --first;
+      out[cands[first].name] += remaining;
+      remaining = 0;
+    } else {
+      out[cands[front].name] += cands[front].cap;
+      remaining -= cands[front].cap;
+      ++front;
+    }
+  }
+  return out;
+}
+
+TEST(GangPlanTest, PackingFollowsTheDocumentedOrderOnLargeRandomPools) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 100; ++round) {
+    ClusterState s(StandardLevels());
+    const int nodes = 20 + static_cast<int>(rng() % 200);
+    for (int i = 0; i < nodes; ++i) {
+      // Random names, so that name order is not insertion order; a repeated one is refused.
+      (void)s.AddNode(MakeNode(Numbered("n", static_cast<int>(rng() % 100000))).NvSwitch().Pool("H100").Build());
+    }
+    int p = 0;
+    for (NodeIndex i : s.Nodes()) {
+      // Mostly full or mostly free nodes: many ties in capacity and free count.
+      const GpuMask used = rng() % 3 == 0 ? 0 : static_cast<GpuMask>(rng() & 0xff);
+      if (used) {
+        ASSERT_TRUE(s.Allocate(PodUid(Numbered("p", p++)), s.node(i).spec.name, used).ok());
+      }
+    }
+    const int g = 1 + static_cast<int>(rng() % 8);
+    const int members = 1 + static_cast<int>(rng() % 40);
+    SCOPED_TRACE(::testing::Message() << "round " << round << " members " << members << " x " << g);
+    GangPlanResult r = MustPlan(s, Gang("ml/pack", members, g));
+    const std::map<std::string, int> expected = ReferencePacking(s, members, g);
+    int placed = 0;
+    for (const auto& [node, k] : expected) placed += k;
+    ASSERT_EQ(r.fits(), placed == members);
+    if (r.fits()) {
+      EXPECT_EQ(MembersPerNode(*r.plan), expected);
+    }
   }
 }
 
