@@ -43,12 +43,7 @@ double Num(const Json& o, const char* key) { return o.contains(key) && o[key].is
 // Runs `phalanx report ARGS` and returns its stdout ("" when it failed).
 std::string RunReport(const Cluster& cluster, const std::string& args) {
   const std::string cmd = BinaryPath("cli/phalanx") + " report --kubeconfig " + cluster.kubeconfig() + " " + args;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return "";
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  return pclose(p) == 0 ? out : "";
+  return RunCommand(cmd);
 }
 
 TEST(E2eCost, TrainingJobStatusShowsGpuHoursIdleGpuHoursAndCostAndReportShowsTheTeamTotal) {

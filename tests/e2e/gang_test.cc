@@ -22,16 +22,6 @@ using kube::resources::kTrainingJobs;
 
 ClusterOptions TwoDgxNodes() { return {.nodes = {{"node-a"}, {"node-b"}}}; }
 
-std::string EnvOf(const Json& pod, const std::string& name) {
-  for (const auto& c : pod["spec"]["containers"]) {
-    if (!c.contains("env")) continue;
-    for (const auto& e : c["env"]) {
-      if (e.value("name", "") == name) return e.value("value", "");
-    }
-  }
-  return "";
-}
-
 Json Condition(const Json& pod, const std::string& type) {
   if (!pod.contains("status") || !pod["status"].contains("conditions")) return Json();
   for (const auto& c : pod["status"]["conditions"]) {

@@ -65,36 +65,40 @@ spec:
     - {pool: NVIDIA-H100-80GB-HBM3, nominal: 0}
 )";
 
-// A hand-made gang as a user writes it (docs/user-guide.md §2): `members` pods of `gpus` GPUs
-// labelled with the gang and the queue, gated as the gang-gate webhook would gate them.
-std::string GangManifest(const std::string& gang, int members, int gpus, const std::string& queue) {
-  std::string out;
-  for (int i = 0; i < members; ++i) {
-    out += fmt::format(R"(---
+// A gated standard-tier pod of `gpus` GPUs as a user writes it; `metadata` holds its labels
+// (and annotations), indented under `metadata:`.
+std::string GatedPodManifest(const std::string& name, const std::string& metadata, int gpus) {
+  return fmt::format(R"(---
 apiVersion: v1
 kind: Pod
 metadata:
-  name: {0}-{1}
-  labels:
-    app: {0}
-    phalanx.io/gang: {0}
-    phalanx.io/queue: {2}
-  annotations:
-    phalanx.io/gang-min-members: "{3}"
-spec:
+  name: {0}
+{1}spec:
   schedulerName: phalanx-scheduler
   priorityClassName: phalanx-standard
   schedulingGates:
     - name: phalanx.io/gang
   restartPolicy: Never
   containers:
-    - name: trainer
+    - name: main
       image: trainer:e2e
       resources:
-        limits: {{nvidia.com/gpu: "{4}"}}
-        requests: {{nvidia.com/gpu: "{4}"}}
+        limits: {{nvidia.com/gpu: "{2}"}}
+        requests: {{nvidia.com/gpu: "{2}"}}
 )",
-                       gang, i, queue, members, gpus);
+                     name, metadata, gpus);
+}
+
+// A hand-made gang as a user writes it (docs/user-guide.md §2): `members` pods of `gpus` GPUs
+// labelled with the gang and the queue, gated as the gang-gate webhook would gate them.
+std::string GangManifest(const std::string& gang, int members, int gpus, const std::string& queue) {
+  std::string out;
+  for (int i = 0; i < members; ++i) {
+    out += GatedPodManifest(fmt::format("{}-{}", gang, i),
+                            fmt::format("  labels:\n    app: {0}\n    phalanx.io/gang: {0}\n    phalanx.io/queue: {1}\n"
+                                        "  annotations:\n    phalanx.io/gang-min-members: \"{2}\"\n",
+                                        gang, queue, members),
+                            gpus);
   }
   return out;
 }
@@ -102,26 +106,7 @@ spec:
 // A single pod naming a team queue, no gang label: a gang of one inside the extender (user
 // guide §7 "Pods outside gangs and ungated gangs"), gated as the webhook creates it.
 std::string SinglePodManifest(const std::string& name, int gpus, const std::string& queue) {
-  return fmt::format(R"(apiVersion: v1
-kind: Pod
-metadata:
-  name: {0}
-  labels:
-    phalanx.io/queue: {1}
-spec:
-  schedulerName: phalanx-scheduler
-  priorityClassName: phalanx-standard
-  schedulingGates:
-    - name: phalanx.io/gang
-  restartPolicy: Never
-  containers:
-    - name: notebook
-      image: notebook:e2e
-      resources:
-        limits: {{nvidia.com/gpu: "{2}"}}
-        requests: {{nvidia.com/gpu: "{2}"}}
-)",
-                     name, queue, gpus);
+  return GatedPodManifest(name, fmt::format("  labels:\n    phalanx.io/queue: {}\n", queue), gpus);
 }
 
 ClusterOptions TwoTeamCluster() {
@@ -173,12 +158,7 @@ std::vector<Json> WaitAllRunning(Cluster& cluster, const std::string& selector, 
 std::string ExplainCli(Cluster& cluster, const std::string& pod) {
   const std::string cmd =
       BinaryPath("cli/phalanx") + " explain " + pod + " --extender " + cluster.extender_metrics_url() + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return "";
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  return pclose(p) == 0 ? out : "";
+  return RunCommand(cmd);
 }
 
 // "reason: text" of every Event about the object, from both Event APIs (`kubectl describe`
@@ -379,16 +359,6 @@ TEST(E2eQueues, TeamBGetsItsQuotaBackByTheReclaimOfTeamABorrowedGangNeverOfItsNo
   EXPECT_GE(cluster->Metric("extender", "phalanx_extender_preemptions_accepted").value_or(0), 1);
 }
 
-
-std::string EnvOf(const Json& pod, const std::string& name) {
-  for (const auto& c : pod["spec"]["containers"]) {
-    if (!c.contains("env")) continue;
-    for (const auto& e : c["env"]) {
-      if (e.value("name", "") == name) return e.value("value", "");
-    }
-  }
-  return "";
-}
 
 // Plays rank 0's worker: reports a committed checkpoint to the operator's progress endpoint with
 // the pod's bound token (recognised by the fake API server's TokenReview).

@@ -3,6 +3,7 @@
 // gate was lifted and every devices annotation written before the first Binding").
 #pragma once
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -108,6 +109,27 @@ uint64_t FirstVersion(const std::vector<kube::Json>& history, const std::string&
     if (Name(e["object"]) == name && pred(e["object"])) return Rv(e["object"]);
   }
   return 0;
+}
+
+// A container's env value of the pod ("" when absent).
+inline std::string EnvOf(const kube::Json& pod, const std::string& name) {
+  for (const auto& c : pod["spec"]["containers"]) {
+    if (!c.contains("env")) continue;
+    for (const auto& e : c["env"]) {
+      if (e.value("name", "") == name) return e.value("value", "");
+    }
+  }
+  return "";
+}
+
+// Runs a shell command (a CLI, as a user runs it) and returns its output; "" when it failed.
+inline std::string RunCommand(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  return pclose(p) == 0 ? out : "";
 }
 
 }  // namespace phalanx::e2e
