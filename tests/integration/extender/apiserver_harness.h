@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -30,6 +33,7 @@
 #include "core/topology/reference_machines.h"
 #include "core/topology/topology_codec.h"
 #include "tests/e2e/harness/process.h"
+#include "tests/integration/extender/run_dir.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
 
 namespace phalanx::extender::itest {
@@ -117,7 +121,7 @@ inline bool WaitUntil(const std::function<bool()>& cond, std::chrono::seconds de
 }
 
 // The real daemon, run by the tests' process runner (e2e::Process: its own process group);
-// logs appended to <TempDir>/<name>.out and .err (a restart under the same name keeps them).
+// logs appended to <RunDir>/<name>.out and .err (a restart under the same name keeps them).
 class ExtenderProcess {
  public:
   ExtenderProcess(std::string name, const std::string& kubeconfig, std::vector<std::string> extra = {})
@@ -132,7 +136,7 @@ class ExtenderProcess {
                                   .binary = std::string(PHALANX_TEST_BINARY_DIR) + "/extender/phalanx-extender",
                                   .args = std::move(args),
                                   .env = {},
-                                  .log_dir = ::testing::TempDir()});
+                                  .log_dir = RunDir()});
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     if (p.ok()) process_ = std::move(*p);
   }
@@ -327,7 +331,7 @@ struct Cluster {
     auto s = fa::FakeApiServer::Start();
     ASSERT_TRUE(s.ok()) << s.status();
     server = std::move(*s);
-    kubeconfig = ::testing::TempDir() + "/" + name + "-kubeconfig";
+    kubeconfig = RunDir() + "/" + name + "-kubeconfig";
     ASSERT_TRUE(server->WriteKubeconfig(kubeconfig).ok());
   }
   Json Seed(const Json& object) {

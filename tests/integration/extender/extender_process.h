@@ -30,6 +30,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/harness/process.h"
+#include "tests/integration/extender/run_dir.h"
 
 namespace phalanx::extender::testing {
 
@@ -56,10 +57,10 @@ inline void WriteFile(const std::string& path, const std::string& text) {
   out << text;
 }
 
-// A fresh directory under the test temp dir (removed by the caller or left for debugging).
+// A fresh directory for one test's files, inside the process's RunDir (removed with it
+// when every test passed).
 inline std::string MakeTempDir(const std::string& name) {
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                              ("phalanx-extwire-" + name + "-" + std::to_string(::getpid()));
+  const std::filesystem::path dir = std::filesystem::path(itest::RunDir()) / name;
   std::filesystem::create_directories(dir);
   return dir.string();
 }
