@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   int stuck_seconds = 300;
   std::string price_table_file;
   int usage_update_seconds = 300;
+  int preemption_cost_seconds = 30;
   log::LogOptions log_options;
   app.add_option("--kubeconfig", kubeconfig, "Kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   app.add_option("--namespace", ns, "Only manage TrainingJobs in this namespace (default: all)");
@@ -102,6 +103,11 @@ int main(int argc, char** argv) {
   app.add_option("--usage-update-seconds", usage_update_seconds,
                  "Bring status.usage up to date at least this often while a job's pods hold GPUs")
       ->capture_default_str()->check(CLI::Range(10, 86400));
+  // The extender gives a job graceful notice only once this figure says notice is cheaper
+  // than the work at risk: a young job is evicted until its first refresh.
+  app.add_option("--preemption-cost-seconds", preemption_cost_seconds,
+                 "Refresh status.preemptionCost (work at risk, checkpoint age) this often while a job runs")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
   log::AddLogFlags(app, log_options);
   CLI11_PARSE(app, argc, argv);
 
@@ -148,6 +154,7 @@ int main(int argc, char** argv) {
   copts.reconcile.pod.progress_url = progress_url;
   copts.reconcile.stuck_terminating_timeout = std::chrono::seconds(stuck_seconds);
   copts.reconcile.usage_update = std::chrono::seconds(usage_update_seconds);
+  copts.reconcile.cost_refresh = std::chrono::seconds(preemption_cost_seconds);
   if (prices) copts.reconcile.prices = &*prices;
   op::Controller controller(**client, copts, **op_metrics, logger, RealClock::Instance());
 
