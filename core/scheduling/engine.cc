@@ -40,7 +40,39 @@ Status Engine::SetQueues(QueueConfig queues) {
     r.team = ledger_.ResolveIndex(r.req.queue);
     ledger_.Add(key, ledger_.QueueName(r.team), r.pool, AmountOf(r.req), r.req.priority, r.started);
   }
+  for (const auto& [key, o] : outside_) LedgerAddOutside(key, o);
   return OkStatus();
+}
+
+Status Engine::BookOutside(const GangKey& key, std::string_view queue, std::string_view pool, Milli amount,
+                           int priority, double started) {
+  if (key.empty()) return InvalidArgumentError("booking key must not be empty");
+  if (amount < 0) return InvalidArgumentError(fmt::format("booking {}: amount must be >= 0", key.str()));
+  if (waiting_.contains(key) || running_.contains(key)) {
+    return AlreadyExistsError(fmt::format("gang {} is {} in the engine", key.str(), waiting_.contains(key) ? "waiting" : "running"));
+  }
+  Outside o{std::string(queue), std::string(pool), amount, priority, started};
+  auto [it, added] = outside_.try_emplace(key, o);
+  if (!added) {
+    if (it->second == o) return OkStatus();  // unchanged: the ledger (and its caches) stay as they are
+    it->second = std::move(o);
+  }
+  LedgerAddOutside(key, it->second);
+  return OkStatus();
+}
+
+void Engine::UnbookOutside(const GangKey& key) {
+  if (outside_.erase(key) == 0) return;
+  if (ledger_.enabled()) {
+    ledger_.Remove(key);
+    borrowing_version_.reset();
+  }
+}
+
+void Engine::LedgerAddOutside(const GangKey& key, const Outside& o) {
+  if (!ledger_.enabled()) return;
+  ledger_.Add(key, ledger_.QueueName(ledger_.ResolveIndex(o.queue)), o.pool, o.amount, o.priority, o.started);
+  borrowing_version_.reset();
 }
 
 Status Engine::Enqueue(GangRequest g) {
@@ -54,6 +86,9 @@ Status Engine::Enqueue(GangRequest g) {
   }
   if (g.IsShare() && (g.members != 1 || g.gpus_per_member != 1)) {
     return InvalidArgumentError(fmt::format("gang {}: a GPU share is one member of one GPU", g.key.str()));
+  }
+  if (outside_.contains(g.key)) {
+    return AlreadyExistsError(fmt::format("gang {} is booked outside the engine", g.key.str()));
   }
   if (waiting_.contains(g.key) || running_.contains(g.key)) {
     return AlreadyExistsError(fmt::format("gang {} is already {}", g.key.str(), waiting_.contains(g.key) ? "waiting" : "running"));
@@ -129,6 +164,7 @@ void Engine::AdoptRunning(const GangRequest& g, std::string pool, std::vector<Po
 }
 
 void Engine::Track(GangRequest g, std::string pool, std::vector<PodUid> pods, double started, bool reclaimable) {
+  UnbookOutside(g.key);  // one ledger entry per key: running here replaces a booking
   Running r;
   r.pool = std::move(pool);
   r.pods = std::move(pods);

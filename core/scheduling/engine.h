@@ -186,6 +186,21 @@ class Engine {
   void AdoptRunning(const GangRequest& gang, std::string pool, std::vector<PodUid> pods, double started);
   bool IsRunning(const GangKey& key) const { return running_.contains(key); }
 
+  // --- usage the engine does not place ---------------------------------------------------
+  // Work that holds GPUs the engine neither placed nor may move (the extender: pods on MIG
+  // devices) counts in its queue's usage: quota checks, shares, borrowing, status. Nothing
+  // else sees it: it is not running here (no release forecast, never a victim; a queue
+  // reclaim or a tier preemption never picks it, though QueueLedger may list it among the
+  // borrowing). `queue` as named ("" or unknown = the default queue), `amount` in
+  // milli-GPUs. Booking a key again replaces its values (the same values change nothing).
+  // AlreadyExists if the key waits or runs here; InvalidArgument for an empty key or an
+  // amount < 0. Kept across SetQueues (counted in the new queues).
+  Status BookOutside(const GangKey& key, std::string_view queue, std::string_view pool, Milli amount, int priority,
+                     double started);
+  void UnbookOutside(const GangKey& key);  // unknown keys are ignored
+  bool IsBookedOutside(const GangKey& key) const { return outside_.contains(key); }
+  size_t booked_outside() const { return outside_.size(); }
+
   // --- the pass ----------------------------------------------------------------------
   enum class Scope {
     kFull,          // try every waiting gang
@@ -354,6 +369,17 @@ class Engine {
   const std::vector<const Running*>& ReclaimRecords(int team, int pool);
   std::map<std::pair<int, int>, std::vector<const Running*>> reclaim_records_;
   std::optional<uint64_t> reclaim_records_version_;
+  // BookOutside: counted in ledger_ only (queues on), never in running_.
+  struct Outside {
+    std::string queue;  // as named
+    std::string pool;
+    Milli amount = 0;
+    int priority = 0;
+    double started = 0;
+    bool operator==(const Outside&) const = default;
+  };
+  std::map<GangKey, Outside> outside_;
+  void LedgerAddOutside(const GangKey& key, const Outside& o);
 };
 
 }  // namespace phalanx::scheduling
