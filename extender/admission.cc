@@ -272,6 +272,7 @@ void Extender::PruneUncounted() {
   const scheduling::QueueLedger& counted = engine_.queues();
   std::erase_if(uncounted_, [&](const auto& entry) {
     if (counted.Tracks(entry.first)) return true;
+    if (!entry.second.mig_pod.empty()) return ledger_.mig().FindPod(entry.second.mig_pod) == nullptr;
     const GangRecord* other = ledger_.FindGang(entry.first);
     return other == nullptr || (!other->plan && !HoldsGpus(*other));
   });
@@ -299,10 +300,15 @@ std::string Extender::QuotaRefusal(const GangRecord& g, const std::string& pool,
   if (!counted.Manages(pool)) return "";  // no queue has a quota there
   // Already counted (a running gang re-planning members it lost): not a second time.
   if ((counted.Tracks(g.key) || uncounted_.contains(g.key)) && HoldsGpus(g)) return "";
-  const std::string& queue = counted.Resolve(QueueOf(g));
-  const scheduling::Milli amount = static_cast<scheduling::Milli>(members) *
-                                   std::clamp(g.gpus_per_member, 1, placement::kMaxGpusPerNode) *
-                                   scheduling::kMilliGpu;
+  return QuotaRefusalOf(g.key, QueueOf(g), pool,
+                        static_cast<scheduling::Milli>(members) *
+                            std::clamp(g.gpus_per_member, 1, placement::kMaxGpusPerNode) * scheduling::kMilliGpu);
+}
+
+std::string Extender::QuotaRefusalOf(const GangKey& asking, const std::string& named, const std::string& pool,
+                                     scheduling::Milli amount) {
+  const scheduling::QueueLedger& counted = engine_.queues();
+  const std::string& queue = counted.Resolve(named);
   // Gangs planned since the last pass in this pool by this queue or one it shares capacity
   // with change the answer. Its own queue's alone only add to what it asks (the rules judge
   // the usage a gang would leave, monotone in it): checked as such, no copy. Otherwise, or
@@ -313,7 +319,7 @@ std::string Extender::QuotaRefusal(const GangRecord& g, const std::string& pool,
   scheduling::Milli own_uncounted = 0;
   bool others_uncounted = false;
   for (const auto& [key, use] : uncounted_) {
-    if (use.pool != pool || key == g.key) continue;
+    if (use.pool != pool || key == asking) continue;
     const std::string& theirs = counted.Resolve(use.queue);
     if (theirs == queue) own_uncounted += use.amount;
     else others_uncounted = others_uncounted || counted.SameGroup(theirs, queue);
@@ -324,7 +330,7 @@ std::string Extender::QuotaRefusal(const GangRecord& g, const std::string& pool,
   }
   std::optional<scheduling::QueueLedger> with_uncounted;
   for (const auto& [key, use] : uncounted_) {
-    if (use.pool != pool || key == g.key) continue;
+    if (use.pool != pool || key == asking) continue;
     const std::string& theirs = counted.Resolve(use.queue);
     if (theirs != queue && !counted.SameGroup(theirs, queue)) continue;
     if (!with_uncounted) with_uncounted.emplace(counted);
@@ -529,11 +535,14 @@ void Extender::Pass(MonotonicTime now, std::shared_lock<std::shared_mutex>& shar
     engine_queue_of_.erase(key);
     return true;
   });
+  // Pods on MIG devices count in their queues (they run outside the engine's placement).
+  const bool mig_freed = BookMigHolders(now);
   if (engine_waiting_.empty()) return;
   // Nothing came free since the last pass: what failed then fails now, so only new gangs
   // are tried. A full pass at least every second regardless (a gang's min-members may
   // settle, time moves heads' expected starts).
-  const bool full = ledger_.release_epoch() != release_epoch_seen_ || now - last_full_pass_ >= std::chrono::seconds(1);
+  const bool full = mig_freed || ledger_.release_epoch() != release_epoch_seen_ ||
+                    now - last_full_pass_ >= std::chrono::seconds(1);
   release_epoch_seen_ = ledger_.release_epoch();
   AdmissionDriver driver(*this, shared, now, plan);
   engine_.Pass(EngineSeconds(now), driver, full ? scheduling::Engine::Scope::kFull : scheduling::Engine::Scope::kArrivalsOnly);

@@ -15,11 +15,12 @@ namespace phalanx::extender {
 std::string Extender::QueueOf(const GangRecord& g) const {
   if (g.members.empty()) return "";
   const PodRecord* rec = ledger_.FindPod(*g.members.begin());
-  if (rec == nullptr) return "";
-  if (auto it = rec->info.labels.find(kQueueLabel); it != rec->info.labels.end() && !it->second.empty()) {
-    return it->second;
-  }
-  if (auto it = queues_.namespace_queue.find(rec->info.ns); it != queues_.namespace_queue.end()) return it->second;
+  return rec == nullptr ? "" : QueueOfPod(rec->info);
+}
+
+std::string Extender::QueueOfPod(const PodInfo& pod) const {
+  if (auto it = pod.labels.find(kQueueLabel); it != pod.labels.end() && !it->second.empty()) return it->second;
+  if (auto it = queues_.namespace_queue.find(pod.ns); it != queues_.namespace_queue.end()) return it->second;
   return "";
 }
 
@@ -31,6 +32,8 @@ Status Extender::SetQueues(QueueAssignment queues) {
   std::unique_lock lock(mu_);
   PHX_RETURN_IF_ERROR(engine_.SetQueues(queues.config));
   queues_ = std::move(queues);
+  queues_on_.store(engine_.queues().enabled());
+  mig_version_seen_ = ~uint64_t{0};  // MIG pods are booked again (their namespace's queue may have changed)
   // Waiting gangs re-enter the engine at the next pass with their queue resolved anew (their
   // place is kept: the engine orders by first submission). A running gang whose queue
   // changed is let go and adopted again by the next pass, counted in its new queue.

@@ -94,11 +94,17 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
     }
     std::vector<std::string> mig_ids;
     if (RequestsMig(pod)) {
+      // Its team queue's quota, re-checked at the commit point (filter's answer may be stale).
+      if (std::string why = MigQuotaRefusalAt(pod, node); !why.empty()) {
+        done(fmt::format("pod {}: {}", pod.Key(), why));
+        return;
+      }
       auto chosen = AssumeMigForBind(ledger_, pod, node);
       if (!chosen.ok()) {
         done(fmt::format("pod {} no longer fits on node {}: {}", pod.Key(), args.node, chosen.status().message()));
         return;
       }
+      RecordUncountedMig(pod, node);
       mig_ids = std::move(*chosen);
     }
     DeviceAssignment devices;

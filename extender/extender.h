@@ -47,6 +47,7 @@
 #include "extender/event_sink.h"
 #include "extender/gang_evictor.h"
 #include "extender/ledger.h"
+#include "extender/mig_filter.h"
 #include "extender/pod_disruption_budgets.h"
 #include "extender/queue_sync.h"
 #include "extender/wire.h"
@@ -229,6 +230,25 @@ class Extender {
   // queue selecting its namespace, else "" (the default queue). admission_mu_ and mu_ held,
   // or mu_ held exclusively (the locking rule at the members).
   std::string QueueOf(const GangRecord& g) const;
+  // The same for one pod (a gang's first member, a MIG pod): one rule for both.
+  std::string QueueOfPod(const PodInfo& pod) const;
+  // QuotaRefusal's core: why `amount` more of `key` in the queue `named` on `pool` does not
+  // fit ("" = it does), counting uncounted_. Queues on, uncounted_ pruned, mu_ held exclusively.
+  std::string QuotaRefusalOf(const GangKey& key, const std::string& named, const std::string& pool,
+                             scheduling::Milli amount);
+  // --- MIG pods in team queues (mig_queues.cc) ---
+  // Why `pod`'s queue has no room for its MIG devices, per pool a queue has a quota in (a
+  // pool not named: room, or not limited). Empty without queues. mu_ held exclusively.
+  PoolRefusals MigQuotaRefusals(const PodInfo& pod);
+  // The commit point at bind: why `pod` may not take its MIG devices on `node` ("" = it may;
+  // a pod counted already may). mu_ held exclusively.
+  std::string MigQuotaRefusalAt(const PodInfo& pod, const NodeName& node);
+  // Counts a MIG pod just bound on `node` in uncounted_ until the next pass books it.
+  void RecordUncountedMig(const PodInfo& pod, const NodeName& node);  // mu_ held exclusively
+  // The pass: books every pod holding MIG devices in the engine's queue ledger
+  // (Engine::BookOutside), unbooks those gone. True if a booking was dropped (quota freed).
+  // admission_mu_ and mu_ (shared) held.
+  bool BookMigHolders(MonotonicTime now);
   std::vector<QueueStatusInfo> QueueStatusesLocked() const;  // admission_mu_ and mu_ held
   // "; queue team-a (H100: 8/8 nominal GPUs used, 0 borrowed, 0 lent)"; "" without queues.
   std::string DescribeQueue(const GangRecord& g) const;      // admission_mu_ and mu_ held
@@ -256,7 +276,9 @@ class Extender {
   // Locking rule for engine_ and queues_ (the team queues filter checks): they change only
   // while admission_mu_ AND mu_ (shared suffices) are held, so they may be read either under
   // admission_mu_ (Tick, Preempt, Explain, status) or under mu_ held exclusively without
-  // admission_mu_ (filter's quota check: TryPlan -> QuotaRefusal). Filter never changes them:
+  // admission_mu_ (filter's quota check: TryPlan -> QuotaRefusal; a MIG pod's: Filter ->
+  // MigQuotaRefusals, and bind's, taken exclusively only while queues_on_, so a MIG filter
+  // without queues stays on the shared lock). Filter never changes them:
   // a pass may be suspended inside engine_.Pass (AdmissionDriver::Admit lets mu_ go to
   // commit) while filter holds mu_; the engine is then between two whole steps, never inside one.
   mutable std::mutex admission_mu_;
@@ -268,6 +290,13 @@ class Extender {
   QueueAssignment queues_;                        // guarded by admission_mu_ + mu_ (the rule above): from the GpuQueues
   std::map<GangKey, std::string> engine_queue_of_;  // guarded by admission_mu_: queue each engine gang was given
   std::function<void()> admission_hook_for_test_;
+  // MIG pods booked in engine_ (BookMigHolders): when first booked (engine seconds).
+  std::map<PodUid, double> mig_booked_;            // guarded by admission_mu_
+  uint64_t mig_version_seen_ = ~uint64_t{0};       // guarded by admission_mu_: Ledger::mig_version at the last booking
+  // Whether engine_ has team queues: filter reads it without a lock to take the exclusive
+  // lock for a MIG pod's quota check only when there are queues (the answer under the lock
+  // is engine_'s own). Written with queues_ (SetQueues).
+  std::atomic<bool> queues_on_{false};
 
   mutable std::shared_mutex mu_;
   Ledger ledger_;                                 // guarded by mu_
@@ -280,6 +309,7 @@ class Extender {
     std::string pool;
     scheduling::Milli amount = 0;
     int priority = 0;
+    PodUid mig_pod;  // a MIG pod (key MigBookingKey): counted while it holds MIG devices
   };
   std::map<GangKey, UncountedUse> uncounted_;
   std::map<GangKey, Barrier> barriers_;           // guarded by mu_

@@ -89,8 +89,13 @@ FilterResult Extender::Filter(const FilterArgs& args) {
   };
   if (RequestsMig(args.pod)) {  // nvidia.com/mig-<profile>: extender/mig_filter.h
     RememberPod(args.pod);
+    PoolRefusals refused;  // by its team queue's quota (mig_queues.cc)
+    if (queues_on_.load()) {
+      std::unique_lock exclusive(mu_);  // the locking rule (extender.h): engine_ read without admission_mu_
+      refused = MigQuotaRefusals(args.pod);
+    }
     std::shared_lock lock(mu_);
-    FilterResult m = FilterMig(ledger_, args);
+    FilterResult m = FilterMig(ledger_, args, refused);
     lock.unlock();
     if (m.passed.empty()) RecordFilterSummary(args.pod, m);
     return m;

@@ -102,6 +102,8 @@ Status Ledger::UpsertNode(const NodeInfo& info) {
     }
     st = state_.AddNode(spec).status();
   }
+  const bool had_mig = mig_.Find(info.name) != nullptr;
+  if (had_mig) ++mig_version_;  // holdings may go with the node's devices, its pool may change
   if (!st.ok()) {
     nodes_.erase(info.name);
     mig_.RemoveNode(info.name);
@@ -109,6 +111,7 @@ Status Ledger::UpsertNode(const NodeInfo& info) {
   }
   // MIG holdings follow their device IDs; bound MIG pods still waiting are in on_node.
   mig_.SetNode(info.name, MigSlicesOf(info));
+  if (!had_mig && mig_.Find(info.name) != nullptr) ++mig_version_;
   for (const PodUid& uid : on_node) Charge(pods_.at(uid));
   return OkStatus();
 }
@@ -124,6 +127,7 @@ void Ledger::RemoveNode(const NodeName& name) {
   if (removed.ok()) {
     for (const GangKey& g : removed->plans) DropPlan(g);
   }
+  if (mig_.Find(name) != nullptr) ++mig_version_;
   mig_.RemoveNode(name);
   nodes_.erase(name);
 }
@@ -155,7 +159,10 @@ std::optional<GpuMask> Ledger::RealDevices(const PodRecord& rec, const NodeRecor
 }
 
 void Ledger::Uncharge(PodRecord& rec) {
-  (void)mig_.Release(rec.info.uid);  // MIG devices are held apart from whole GPUs
+  if (mig_.Release(rec.info.uid).ok() || mig_holders_.contains(rec.info.uid)) {  // MIG devices: apart from whole GPUs
+    mig_holders_.erase(rec.info.uid);
+    ++mig_version_;
+  }
   if (rec.holding == Holding::kNone) return;
   (void)state_.Release(rec.info.uid);
   ++release_epoch_;
@@ -185,6 +192,8 @@ bool Ledger::ChargeMig(const PodRecord& rec) {
     ++warnings_;  // bound where the ledger sees no free device of its profile
     return false;
   }
+  mig_holders_.insert(p.uid);
+  ++mig_version_;
   return true;
 }
 
@@ -194,7 +203,11 @@ Status Ledger::AssumeMig(const PodUid& uid, const NodeName& node, const std::vec
     return OkStatus();
   }
   (void)mig_.Release(uid);
-  return mig_.Allocate(uid, node, devices, priority);
+  ++mig_version_;
+  Status st = mig_.Allocate(uid, node, devices, priority);
+  if (st.ok()) mig_holders_.insert(uid);
+  else mig_holders_.erase(uid);
+  return st;
 }
 
 void Ledger::Unwait(const PodInfo& p) {

@@ -112,6 +112,11 @@ class Ledger {
   const placement::ClusterState& state() const { return state_; }
   // MIG devices per node and their holders (extender/mig_filter.h).
   const placement::MigLedger& mig() const { return mig_; }
+  // Pods that hold MIG devices (the admission pass books them in their team queues without
+  // walking every pod). May name a pod whose holding its node's update dropped: check
+  // mig().FindPod. mig_version() changes whenever a holding, a holder or a MIG node may have.
+  const std::set<PodUid>& mig_holders() const { return mig_holders_; }
+  uint64_t mig_version() const { return mig_version_; }
   const PodRecord* FindPod(const PodUid& uid) const;
   const PodRecord* FindPodByName(std::string_view ns_name) const;
   const GangRecord* FindGang(const GangKey& key) const;
@@ -160,6 +165,8 @@ class Ledger {
   std::vector<std::shared_ptr<const placement::BandwidthMatrix>> matrices_;  // shared per machine shape
   uint64_t warnings_ = 0;
   uint64_t release_epoch_ = 0;
+  std::set<PodUid> mig_holders_;
+  uint64_t mig_version_ = 0;
 };
 
 }  // namespace phalanx::extender

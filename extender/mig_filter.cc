@@ -64,7 +64,7 @@ class Messages {
 };
 
 Verdict Judge(const Ledger& ledger, std::string_view name, const PodInfo& pod, const placement::MigRequest& req,
-              Messages& messages) {
+              const PoolRefusals& refused, Messages& messages) {
   const placement::ClusterState& state = ledger.state();
   auto idx = state.FindNode(name);
   if (!idx) {
@@ -74,6 +74,9 @@ Verdict Judge(const Ledger& ledger, std::string_view name, const PodInfo& pod, c
   if (!pod.pool_selector.empty() && spec.pool != pod.pool_selector)
     return {false, false, &messages.Pool(spec.pool, pod.pool_selector)};
   if (!spec.schedulable) return {false, false, &messages.Fixed("node is cordoned or not ready")};
+  if (!refused.empty()) {
+    if (auto it = refused.find(spec.pool); it != refused.end()) return {false, false, &messages.Fixed(it->second)};
+  }
   const placement::MigLedger::NodeView view = ledger.mig().View(name);
   const placement::MigNode& mig = view.node ? *view.node : EmptyMigNode();
   const placement::MigFeasibility f = placement::CheckMigFit(mig, req);
@@ -97,7 +100,7 @@ Verdict Judge(const Ledger& ledger, std::string_view name, const PodInfo& pod, c
 
 bool RequestsMig(const PodInfo& pod) { return !pod.mig.empty(); }
 
-FilterResult FilterMig(const Ledger& ledger, const FilterArgs& args) {
+FilterResult FilterMig(const Ledger& ledger, const FilterArgs& args, const PoolRefusals& refused) {
   FilterResult r;
   r.full_nodes = args.full_nodes;
   auto request = SingleMigRequest(args.pod.mig);
@@ -114,7 +117,7 @@ FilterResult FilterMig(const Ledger& ledger, const FilterArgs& args) {
       r.unresolvable.emplace_back(name, *unsupported);
       continue;
     }
-    const Verdict v = Judge(ledger, name, args.pod, **request, messages);
+    const Verdict v = Judge(ledger, name, args.pod, **request, refused, messages);
     if (v.fits) {
       r.passed.push_back(name);
       if (args.full_nodes && i < args.raw_nodes.size()) r.passed_raw.push_back(args.raw_nodes[i]);

@@ -2,7 +2,8 @@
 // on the ledger's MigLedger, with core/placement's MIG feasibility and best fit
 // (core/placement/mig.h) — the same logic the simulator's `phalanx` policy runs.
 //
-// Filter: a node passes when it has enough free devices of the profile. Nodes whose MIG
+// Filter: a node passes when it has enough free devices of the profile and the pod's team
+// queue has room for them in the node's pool (see FilterMig). Nodes whose MIG
 // geometry can never hold the request (no MIG, no device of that profile, fewer than
 // requested, unhealthy parents), another GPU product, cordoned or unknown nodes are
 // FailedAndUnresolvable; nodes where pods of lower priority hold the missing devices are
@@ -14,6 +15,7 @@
 // The caller holds the extender's lock (shared for filter/prioritize, exclusive for bind).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,7 +28,12 @@ namespace phalanx::extender {
 // True if the pod asks for MIG devices (these functions then judge it).
 bool RequestsMig(const PodInfo& pod);
 
-FilterResult FilterMig(const Ledger& ledger, const FilterArgs& args);
+// Pool -> why the pod's team queue has no room there (Extender::MigQuotaRefusals).
+using PoolRefusals = std::map<std::string, std::string, std::less<>>;
+
+// Nodes of a pool in `refused` fail as unresolvable with its reason (preempting on them
+// would not give the queue room).
+FilterResult FilterMig(const Ledger& ledger, const FilterArgs& args, const PoolRefusals& refused = {});
 std::vector<HostScore> PrioritizeMig(const Ledger& ledger, const FilterArgs& args);
 
 // Chooses and charges the pod's devices on `node`; their device IDs (MIG UUIDs).
