@@ -5,7 +5,8 @@
 //               plans are never offered); gang members: pinned to their planned node;
 //               an ungated gang is planned here on its first member's filter, within its
 //               team queue's quota (a queue-labelled single GPU pod is a gang of one:
-//               k8s_objects.h FormsImplicitGang).
+//               k8s_objects.h FormsImplicitGang). MIG pods: mig_filter.h, within their
+//               team queue's quota (mig_queues.cc).
 //   Prioritize  topology + bin-packing (+ locality) score 0..10; planned node = 10.
 //   Preempt     accepts only victim sets of whole lower-tier gangs after which the
 //               preemptor really fits, least gpuSecondsAtRisk first; vetoes (and asks
