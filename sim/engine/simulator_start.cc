@@ -180,13 +180,13 @@ void Simulator::ReleasePods(JobId id) {
 }
 
 void Simulator::ScheduleMig() {
-  // A (profile, count, pool) that found no room stays without room for the rest of the
-  // pass: MIG capacity only shrinks while a pass places work.
-  std::set<std::tuple<std::string, int, std::string>> failed;
+  // A (profile, count, pool, queue) that found no room stays without room for the rest of
+  // the pass: MIG capacity, and a team queue's room, only shrink while a pass places work.
+  std::set<std::tuple<std::string, int, std::string, int>> failed;
   for (auto it = mig_queue_.begin(); it != mig_queue_.end();) {
     const JobId id = std::get<2>(*it);
     const Job& j = job(id);
-    auto shape = std::make_tuple(j.mig_profile, j.gpus_per_replica, j.pool.value_or("*"));
+    auto shape = std::make_tuple(j.mig_profile, j.gpus_per_replica, j.pool.value_or("*"), QueueOf(id));  // -1: no queues
     if (failed.contains(shape)) {
       ++it;
       continue;

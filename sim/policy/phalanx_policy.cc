@@ -2,8 +2,11 @@
 // extender drives) driven by the simulator's event loop. This file only translates:
 // jobs -> GangRequests, the engine's admissions -> Simulator::StartJob/StartShare, its
 // evictions -> Simulator::Preempt. MIG jobs keep their own queue in the engine of the
-// simulator and are placed by core/placement's MIG best fit (PlaceMig below).
+// simulator and are placed by core/placement's MIG best fit (PlaceMig below); with team
+// queues they are held to their queue's quota of the node's pool and booked in the
+// engine's queue ledger while they run (Engine::BookOutside), as the extender does.
 #include <chrono>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -34,11 +37,17 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
   void OnFinished(Simulator& sim, JobId id) override {
     const GangKey key = KeyOf(sim, id);
     engine_.OnFinished(key);
+    engine_.UnbookOutside(key);  // a MIG job
     by_key_.erase(key);
   }
 
   void Schedule(Simulator& sim) override {
     sim_ = &sim;
+    // A MIG job booked by PlaceMig that did not start (StartMig refused it) holds nothing.
+    for (JobId id : mig_placed_) {
+      if (sim.run(id).phase != JobPhase::kRunning) engine_.UnbookOutside(KeyOf(sim, id));
+    }
+    mig_placed_.clear();
     // Between two equal release epochs nothing was freed: only new arrivals can fit.
     const bool released = sim.release_epoch() != seen_epoch_;
     seen_epoch_ = sim.release_epoch();
@@ -49,16 +58,40 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
   // MIG: the core best fit (core/placement/mig.h), as the extender scores nodes: the
   // node whose chosen devices leave its GPUs and its MIG capacity fullest; ties to the
   // first node in name order.
+  // With team queues, only nodes of pools where the job's queue has room now.
   std::optional<MigPlacement> PlaceMig(const Simulator& sim, JobId id) override {
     const Job& j = sim.job(id);
     const placement::MigRequest req{j.mig_profile, j.gpus_per_replica};
+    const scheduling::QueueLedger& queues = engine_.queues();
+    const scheduling::Milli amount =
+        static_cast<scheduling::Milli>(j.gpus_per_replica) * scheduling::MigProfileMilli(j.mig_profile);
+    std::map<std::string, bool, std::less<>> room;  // by pool (a handful)
     std::optional<MigPlacement> best;
+    std::string best_pool;
     double best_score = -1;
     for (const NodeName& name : MigNodesInPool(sim, j.pool)) {
+      std::string_view pool;
+      if (queues.enabled()) {
+        auto idx = sim.state().FindNode(name);
+        if (idx) pool = sim.state().node(*idx).spec.pool;
+        auto it = room.find(pool);
+        if (it == room.end()) {
+          const bool fits = !queues.Manages(pool) ||
+                            queues.Check(queues.Resolve(j.queue), pool, amount) != scheduling::QueueLedger::Fit::kNoRoom;
+          it = room.emplace(std::string(pool), fits).first;
+        }
+        if (!it->second) continue;
+      }
       auto choice = placement::ChooseMigDevices(*sim.mig().Find(name), req);
       if (!choice || choice->score <= best_score) continue;
       best_score = choice->score;
       best = MigPlacement{name, std::move(choice->devices)};
+      best_pool = std::string(pool);
+    }
+    if (best && queues.enabled() && queues.Manages(best_pool)) {
+      // Counted from now: the next MIG job of this pass and the engine's next pass see it.
+      (void)engine_.BookOutside(KeyOf(sim, id), j.queue, best_pool, amount, j.priority, sim.now());
+      mig_placed_.push_back(id);
     }
     return best;
   }
@@ -139,6 +172,7 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
   Simulator* sim_ = nullptr;
   uint64_t seen_epoch_ = ~uint64_t{0};
   std::unordered_map<GangKey, JobId> by_key_;
+  std::vector<JobId> mig_placed_;  // MIG jobs PlaceMig booked since the last pass
 };
 
 }  // namespace

@@ -258,6 +258,63 @@ defaultQueue: team-a
   EXPECT_TRUE(seen);
 }
 
+// The phalanx policy holds MIG jobs to their queue's quota of the node's pool (the engine's
+// Engine::BookOutside, as the extender): team-a (1 GPU, no cohort) runs two 3g.40gb jobs
+// (0.856) at once, the third waits for one to end; team-b's job is not held back by them;
+// a whole-GPU job of team-a waits for the MIG jobs' quota too. Without queues all run at once.
+TEST(SimQueuesTest, PhalanxHoldsMigJobsToTheQuota) {
+  constexpr char kMigQuota[] = R"(
+name: mig-quota
+nodeGroups:
+  - name: a100
+    count: 2
+    gpuModel: A100-SXM4-80GB
+    gpusPerNode: 4
+    mig:
+      - {gpus: 2, layout: [3g.40gb, 3g.40gb]}
+queues:
+  - {name: team-a, quotas: [{pool: A100-SXM4-80GB, nominal: 1}]}
+  - {name: team-b, quotas: [{pool: A100-SXM4-80GB, nominal: 1}]}
+defaultQueue: team-a
+)";
+  auto spec = ParseClusterSpec(kMigQuota, "mig-quota.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::vector<Job> jobs;
+  for (const char* queue : {"team-a", "team-a", "team-a", "team-b"}) {
+    Job mig = MakeJob(0, 3600, 1, 1);
+    mig.mig_profile = "3g.40gb";
+    mig.queue = queue;
+    jobs.push_back(mig);
+  }
+  Job whole = MakeJob(1, 600, 1, 1);  // 0.856 + 1 > 1: waits like the third MIG job
+  whole.queue = "team-a";
+  jobs.push_back(whole);
+  const Workload w = MakeWorkload(jobs);
+  RunOptions opts;
+  opts.policies = {"phalanx"};
+  auto report = RunSimulation(*spec, w, opts);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const PolicyReport& p = report->policies[0];
+  EXPECT_EQ(p.mig_completed, 4);
+  EXPECT_EQ(p.completed, 5);
+  double most_a = 0, most_b = 0;
+  for (const Sample& s : p.timeline) {
+    ASSERT_EQ(s.queue_gpus.size(), 2u);
+    most_a = std::max(most_a, s.queue_gpus[0]);
+    most_b = std::max(most_b, s.queue_gpus[1]);
+  }
+  EXPECT_LE(most_a, 1 + 1e-9);  // never 1.284 (three MIG jobs) nor 1.856 (two and the whole GPU)
+  EXPECT_NEAR(most_b, 0.428, 1e-9);
+  // At 3600 the two MIG jobs end; the whole GPU (600 s) and the third MIG job (3600 s) do not
+  // fit the quota together: one after the other.
+  EXPECT_NEAR(p.makespan_s, 7800, 1);
+
+  spec->queues = {};  // --no-queues: everything at once
+  auto free_run = RunSimulation(*spec, w, opts);
+  ASSERT_TRUE(free_run.ok()) << free_run.status();
+  EXPECT_NEAR(free_run->policies[0].makespan_s, 3600, 1);
+}
+
 // The bundled examples (sim/data), as `make demo` and bench/RESULTS.md replay them.
 struct Example {
   PolicyReport queues, no_queues;
