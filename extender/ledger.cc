@@ -102,8 +102,7 @@ Status Ledger::UpsertNode(const NodeInfo& info) {
     }
     st = state_.AddNode(spec).status();
   }
-  const bool had_mig = mig_.Find(info.name) != nullptr;
-  if (had_mig) ++mig_version_;  // holdings may go with the node's devices, its pool may change
+  NoteMigNode(info.name);  // its holdings may go with its devices, its pool may change
   if (!st.ok()) {
     nodes_.erase(info.name);
     mig_.RemoveNode(info.name);
@@ -111,7 +110,6 @@ Status Ledger::UpsertNode(const NodeInfo& info) {
   }
   // MIG holdings follow their device IDs; bound MIG pods still waiting are in on_node.
   mig_.SetNode(info.name, MigSlicesOf(info));
-  if (!had_mig && mig_.Find(info.name) != nullptr) ++mig_version_;
   for (const PodUid& uid : on_node) Charge(pods_.at(uid));
   return OkStatus();
 }
@@ -127,7 +125,7 @@ void Ledger::RemoveNode(const NodeName& name) {
   if (removed.ok()) {
     for (const GangKey& g : removed->plans) DropPlan(g);
   }
-  if (mig_.Find(name) != nullptr) ++mig_version_;
+  NoteMigNode(name);
   mig_.RemoveNode(name);
   nodes_.erase(name);
 }
@@ -161,7 +159,7 @@ std::optional<GpuMask> Ledger::RealDevices(const PodRecord& rec, const NodeRecor
 void Ledger::Uncharge(PodRecord& rec) {
   if (mig_.Release(rec.info.uid).ok() || mig_holders_.contains(rec.info.uid)) {  // MIG devices: apart from whole GPUs
     mig_holders_.erase(rec.info.uid);
-    ++mig_version_;
+    NoteMigChange(rec.info.uid);
   }
   if (rec.holding == Holding::kNone) return;
   (void)state_.Release(rec.info.uid);
@@ -193,7 +191,7 @@ bool Ledger::ChargeMig(const PodRecord& rec) {
     return false;
   }
   mig_holders_.insert(p.uid);
-  ++mig_version_;
+  NoteMigChange(p.uid);
   return true;
 }
 
@@ -203,11 +201,36 @@ Status Ledger::AssumeMig(const PodUid& uid, const NodeName& node, const std::vec
     return OkStatus();
   }
   (void)mig_.Release(uid);
-  ++mig_version_;
+  NoteMigChange(uid);
   Status st = mig_.Allocate(uid, node, devices, priority);
   if (st.ok()) mig_holders_.insert(uid);
   else mig_holders_.erase(uid);
   return st;
+}
+
+void Ledger::NoteMigChange(const PodUid& uid) {
+  mig_log_.push_back({++mig_version_, uid});
+  if (mig_log_.size() > kMigLogLength) mig_log_.pop_front();
+}
+
+void Ledger::NoteMigNode(const NodeName& node) {
+  const placement::MigNode* mig = mig_.Find(node);
+  if (mig == nullptr) return;
+  for (size_t i = 0; i < mig->slices().size(); ++i) {
+    if (!mig->holder(i).empty()) NoteMigChange(mig->holder(i));
+  }
+}
+
+std::optional<std::vector<PodUid>> Ledger::MigChangedSince(uint64_t since) const {
+  std::vector<PodUid> out;
+  if (since == mig_version_) return out;
+  if (since > mig_version_ || mig_log_.empty() || mig_log_.front().version > since + 1) return std::nullopt;
+  auto it = std::lower_bound(mig_log_.begin(), mig_log_.end(), since + 1,
+                             [](const MigChange& c, uint64_t v) { return c.version < v; });
+  for (; it != mig_log_.end(); ++it) out.push_back(it->pod);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 void Ledger::Unwait(const PodInfo& p) {

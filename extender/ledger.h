@@ -19,6 +19,7 @@
 // Thread-compatible: the Extender guards it with a reader/writer lock.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -117,6 +118,10 @@ class Ledger {
   // mig().FindPod. mig_version() changes whenever a holding, a holder or a MIG node may have.
   const std::set<PodUid>& mig_holders() const { return mig_holders_; }
   uint64_t mig_version() const { return mig_version_; }
+  // The pods whose MIG holding (or pod, or node) changed since mig_version() was `since`,
+  // each once; nullopt when the change log no longer reaches back that far (walk
+  // mig_holders() instead). The pass re-books only these.
+  std::optional<std::vector<PodUid>> MigChangedSince(uint64_t since) const;
   const PodRecord* FindPod(const PodUid& uid) const;
   const PodRecord* FindPodByName(std::string_view ns_name) const;
   const GangRecord* FindGang(const GangKey& key) const;
@@ -167,6 +172,14 @@ class Ledger {
   uint64_t release_epoch_ = 0;
   std::set<PodUid> mig_holders_;
   uint64_t mig_version_ = 0;
+  struct MigChange {
+    uint64_t version;
+    PodUid pod;
+  };
+  static constexpr size_t kMigLogLength = 16384;  // past it, MigChangedSince says walk them all
+  std::deque<MigChange> mig_log_;                 // the last changes, by version
+  void NoteMigChange(const PodUid& uid);
+  void NoteMigNode(const NodeName& node);  // every holder on the node changed
 };
 
 }  // namespace phalanx::extender

@@ -5,9 +5,9 @@
 // point) and counts the pod in uncounted_ until the pass books it in the engine
 // (Engine::BookOutside), which then counts it in shares, borrowing and GpuQueue status.
 #include <chrono>
-#include <mutex>
-
-#include <fmt/format.h>
+#include <optional>
+#include <set>
+#include <vector>
 
 #include "extender/extender.h"
 #include "extender/mig_requests.h"
@@ -82,33 +82,52 @@ bool Extender::BookMigHolders(MonotonicTime now) {
     return false;
   }
   if (ledger_.mig_version() == mig_version_seen_) return false;
-  mig_version_seen_ = ledger_.mig_version();
   const placement::ClusterState& state = ledger_.state();
   const double seconds = std::chrono::duration<double>(now.time_since_epoch()).count();  // as EngineSeconds
-  std::map<PodUid, double> booked;
-  for (const PodUid& uid : ledger_.mig_holders()) {
+  // Books `uid` as it holds now; false if it holds nothing (or its node is unknown).
+  auto book = [&](const PodUid& uid) {
     const placement::MigHolding* held = ledger_.mig().FindPod(uid);
     const PodRecord* rec = ledger_.FindPod(uid);
     const placement::MigNode* mig = held ? ledger_.mig().Find(held->node) : nullptr;
     auto idx = held ? state.FindNode(held->node) : std::nullopt;
-    if (mig == nullptr || rec == nullptr || !idx) continue;
+    if (mig == nullptr || rec == nullptr || !idx) return false;
     // What it holds (its devices' profiles), which is what its request asked for.
     scheduling::Milli amount = 0;
     for (int d : held->devices) amount += scheduling::MigProfileMilli(mig->slices()[static_cast<size_t>(d)].profile);
-    auto was = mig_booked_.find(uid);
-    const double started = was == mig_booked_.end() ? seconds : was->second;
+    auto [it, added] = mig_booked_.try_emplace(uid, seconds);
     if (engine_.BookOutside(MigBookingKey(uid), QueueOfPod(rec->info), state.node(*idx).spec.pool, amount,
-                            held->priority, started).ok()) {
-      booked.emplace(uid, started);
+                            held->priority, it->second).ok()) {
+      return true;
     }
-  }
+    if (added) mig_booked_.erase(it);
+    return false;
+  };
   bool freed = false;
-  for (const auto& [uid, started] : mig_booked_) {
-    if (booked.contains(uid)) continue;
+  auto unbook = [&](const PodUid& uid) {
+    if (mig_booked_.erase(uid) == 0) return;
     engine_.UnbookOutside(MigBookingKey(uid));
     freed = true;
+  };
+  // Only the pods that changed since the last booking; all of them after SetQueues (a
+  // namespace's queue may have changed) or when the ledger's change log does not reach back.
+  std::optional<std::vector<PodUid>> changed;
+  if (mig_version_seen_ != ~uint64_t{0}) changed = ledger_.MigChangedSince(mig_version_seen_);
+  mig_version_seen_ = ledger_.mig_version();
+  if (changed) {
+    for (const PodUid& uid : *changed) {
+      if (!book(uid)) unbook(uid);
+    }
+    return freed;
   }
-  mig_booked_ = std::move(booked);
+  std::set<PodUid> holding;
+  for (const PodUid& uid : ledger_.mig_holders()) {
+    if (book(uid)) holding.insert(uid);
+  }
+  std::vector<PodUid> gone;
+  for (const auto& [uid, started] : mig_booked_) {
+    if (!holding.contains(uid)) gone.push_back(uid);
+  }
+  for (const PodUid& uid : gone) unbook(uid);
   return freed;
 }
 

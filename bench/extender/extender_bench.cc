@@ -8,6 +8,12 @@
 //                               in MIG mode (a100-mig: 11 devices), 3 of 9 1g devices held
 //   BM_FilterServerTimeMig/N    filter for the same pod on the same cluster (every node fits)
 //   BM_FilterServerTimeMigNoFit/N  filter where every 1g device is held (every node fails)
+//   BM_FilterServerTimeMigQueues/N  BM_FilterServerTimeMig with team queues on (a queue with
+//                               room on A100; the 15,000 held pods booked in it): the MIG
+//                               quota check under the exclusive lock, then the same filter
+//   BM_TickMigBooking/changed   with queues on, one Tick (admission pass, nothing waiting) on
+//                               that cluster: /1 after one MIG pod changed (every MIG holder
+//                               booked again), /0 nothing changed
 //   BM_GangAdmission            256 gated members x 8 GPUs over 5,000 nodes: one admission
 //                               pass (Tick) that plans, reserves and lifts the gates
 //   BM_TickQueued/full          a full cluster (40,000 busy GPUs) and 1,000 gated 2 x 8 gangs
@@ -269,6 +275,46 @@ void BM_FilterServerTimeMigNoFit(benchmark::State& state) {
   MigFilter(state, *c);
 }
 BENCHMARK(BM_FilterServerTimeMigNoFit)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+// MigThirdHeld's cluster with team queues: one queue, the default, with room on A100 for
+// everything; a first Tick books the 15,000 MIG pods in it.
+MigCluster& MigThirdHeldWithQueues() {
+  static MigCluster* c = [] {
+    auto* m = new MigCluster(3);
+    QueueAssignment q;
+    scheduling::QueueSpec all;
+    all.name = "all";
+    all.quotas.push_back({.pool = "A100", .nominal = 1000000 * scheduling::kMilliGpu, .borrowing_limit = std::nullopt,
+                          .lending_limit = std::nullopt});
+    q.config.queues.push_back(all);
+    q.config.default_queue = "all";
+    if (!m->ext.SetQueues(q).ok()) std::abort();
+    m->ext.Tick();
+    return m;
+  }();
+  return *c;
+}
+
+void BM_FilterServerTimeMigQueues(benchmark::State& state) { MigFilter(state, MigThirdHeldWithQueues()); }
+BENCHMARK(BM_FilterServerTimeMigQueues)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+void BM_TickMigBooking(benchmark::State& state) {
+  MigCluster& c = MigThirdHeldWithQueues();
+  PodInfo p = BenchPod("mig-0-0", 0, NodeName(0));
+  p.mig["1g.10gb"] = 1;
+  p.mig_container = "main";
+  Percentiles pct;
+  for (auto _ : state) {
+    state.PauseTiming();
+    if (state.range(0) == 1) c.ext.OnPod(p);  // the same pod again: released and charged anew
+    state.ResumeTiming();
+    pct.Start();
+    c.ext.Tick();
+    pct.Stop();
+  }
+  pct.Report(state);
+}
+BENCHMARK(BM_TickMigBooking)->Arg(0)->Arg(1)->ArgName("changed")->Unit(benchmark::kMicrosecond);
 
 // One admission pass for a 256 x 8-GPU gang on an empty 5,000-node cluster. Each plan
 // reserves 2,048 of the 40,000 GPUs, so the ledger is rebuilt every 15 gangs (untimed).

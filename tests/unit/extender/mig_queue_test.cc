@@ -148,6 +148,36 @@ TEST(MigQueueTest, TheNamespacesQueueAndTheDefaultApply) {
   EXPECT_EQ(m.Filter(MigPod("n4", "team-a")).passed.size(), 3u);
 }
 
+// The pass books only what changed since the last one (Ledger::MigChangedSince): a node
+// removed takes its pods' bookings with it; past the change log's length it books them all.
+TEST(MigQueueTest, ThePassFollowsNodeChangesAndALongChangeLog) {
+  MigCluster m;
+  const PodInfo p1 = MigPod("p1", "team-a"), p2 = MigPod("p2", "team-a");
+  ASSERT_FALSE(m.Filter(p1).passed.empty());
+  ASSERT_EQ(m.Bind(p1, "mig-0"), "");
+  ASSERT_FALSE(m.Filter(p2).passed.empty());
+  ASSERT_EQ(m.Bind(p2, "mig-1"), "");
+  m.c.clock.Advance(std::chrono::seconds(2));
+  m.c.ext.Tick();
+  ASSERT_EQ(m.Usage("team-a"), 856);
+  m.c.ext.OnNodeDeleted(NodeName("mig-0"));
+  m.c.clock.Advance(std::chrono::seconds(2));
+  m.c.ext.Tick();
+  EXPECT_EQ(m.Usage("team-a"), 428);
+  // p2 updated (released and charged again each time) more often than the log holds, then
+  // moved to team-b's queue by its label: booked there all the same.
+  PodInfo bound;
+  m.c.ext.ReadLedger([&](const Ledger& l) { bound = l.FindPod(p2.uid)->info; });
+  ASSERT_EQ(bound.node_name, "mig-1");
+  for (int i = 0; i < 10000; ++i) m.c.ext.OnPod(bound);
+  bound.labels["phalanx.io/queue"] = "team-b";
+  m.c.ext.OnPod(bound);
+  m.c.clock.Advance(std::chrono::seconds(2));
+  m.c.ext.Tick();
+  EXPECT_EQ(m.Usage("team-a"), 0);
+  EXPECT_EQ(m.Usage("team-b"), 428);
+}
+
 TEST(MigQueueTest, WithoutQueuesNothingChanges) {
   MigCluster m(/*queues=*/false);
   for (int i = 0; i < 3; ++i) {
