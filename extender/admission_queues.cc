@@ -1,9 +1,11 @@
 // Team queues in the extender (docs/user-guide.md §7): the GpuQueue objects, assembled by
 // queue_sync.h, become the engine's queues; each gang is given its queue when it enters
-// the engine (EngineRequestOf).
+// the engine (EngineRequestOf); filter and bind hold what the pass has not counted yet
+// (ungated gangs, MIG pods) to the quota (QuotaRefusal, uncounted_).
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 
 #include <fmt/format.h>
@@ -106,6 +108,89 @@ std::string Extender::DescribeQueue(const GangRecord& g) const {
     if (s.name == queue) return fmt::format("; queue {}{}: {}", queue, how, UsageSummary(s));
   }
   return fmt::format("; queue {}{}", queue, how);
+}
+
+// --- the quota check for work the pass has not counted yet (filter, bind) -----------------
+
+bool Extender::HoldsGpus(const GangRecord& g) const {
+  for (const PodUid& uid : g.members) {
+    const PodRecord* rec = ledger_.FindPod(uid);
+    if (rec != nullptr && rec->holding != Holding::kNone) return true;
+  }
+  return false;
+}
+
+void Extender::PruneUncounted() {
+  const scheduling::QueueLedger& counted = engine_.queues();
+  std::erase_if(uncounted_, [&](const auto& entry) {
+    if (counted.Tracks(entry.first)) return true;
+    if (!entry.second.mig_pod.empty()) return ledger_.mig().FindPod(entry.second.mig_pod) == nullptr;
+    const GangRecord* other = ledger_.FindGang(entry.first);
+    return other == nullptr || (!other->plan && !HoldsGpus(*other));
+  });
+}
+
+void Extender::RecordUncounted(const GangRecord& g, const std::string& pool, int members) {
+  // Reads engine_ under mu_ held exclusively (the locking rule, extender.h).
+  if (!engine_.queues().enabled()) return;
+  PruneUncounted();  // keeps it to the gangs of one pass interval, whatever path admits them
+  uncounted_[g.key] = UncountedUse{QueueOf(g), pool,
+                                   static_cast<scheduling::Milli>(members) *
+                                       std::clamp(g.gpus_per_member, 1, placement::kMaxGpusPerNode) *
+                                       scheduling::kMilliGpu,
+                                   g.priority};
+}
+
+std::string Extender::QuotaRefusal(const GangRecord& g, const std::string& pool, int members) {
+  // mu_ is held exclusively: nothing changes engine_ or queues_ meanwhile (extender.h).
+  const scheduling::QueueLedger& counted = engine_.queues();
+  if (!counted.enabled()) {
+    uncounted_.clear();
+    return "";
+  }
+  PruneUncounted();
+  if (!counted.Manages(pool)) return "";  // no queue has a quota there
+  // Already counted (a running gang re-planning members it lost): not a second time.
+  if ((counted.Tracks(g.key) || uncounted_.contains(g.key)) && HoldsGpus(g)) return "";
+  return QuotaRefusalOf(g.key, QueueOf(g), pool,
+                        static_cast<scheduling::Milli>(members) *
+                            std::clamp(g.gpus_per_member, 1, placement::kMaxGpusPerNode) * scheduling::kMilliGpu);
+}
+
+std::string Extender::QuotaRefusalOf(const GangKey& asking, const std::string& named, const std::string& pool,
+                                     scheduling::Milli amount) {
+  const scheduling::QueueLedger& counted = engine_.queues();
+  const std::string& queue = counted.Resolve(named);
+  // Gangs planned since the last pass in this pool by this queue or one it shares capacity
+  // with change the answer. Its own queue's alone only add to what it asks (the rules judge
+  // the usage a gang would leave, monotone in it): checked as such, no copy. Otherwise, or
+  // to explain a refusal, they are counted on a copy (the engine is never changed from
+  // here): only within one pass interval of another ungated admission (a copy costs about
+  // 1 ms with 100 queues and 10,000 running gangs). The copy's queues point at `counted`'s
+  // specs, which stay put while mu_ is held.
+  scheduling::Milli own_uncounted = 0;
+  bool others_uncounted = false;
+  for (const auto& [key, use] : uncounted_) {
+    if (use.pool != pool || key == asking) continue;
+    const std::string& theirs = counted.Resolve(use.queue);
+    if (theirs == queue) own_uncounted += use.amount;
+    else others_uncounted = others_uncounted || counted.SameGroup(theirs, queue);
+  }
+  if (!others_uncounted &&
+      counted.Check(queue, pool, amount + own_uncounted) != scheduling::QueueLedger::Fit::kNoRoom) {
+    return "";
+  }
+  std::optional<scheduling::QueueLedger> with_uncounted;
+  for (const auto& [key, use] : uncounted_) {
+    if (use.pool != pool || key == asking) continue;
+    const std::string& theirs = counted.Resolve(use.queue);
+    if (theirs != queue && !counted.SameGroup(theirs, queue)) continue;
+    if (!with_uncounted) with_uncounted.emplace(counted);
+    with_uncounted->Add(key, theirs, use.pool, use.amount, use.priority, 0);
+  }
+  const scheduling::QueueLedger& ledger = with_uncounted ? *with_uncounted : counted;
+  if (ledger.Check(queue, pool, amount) != scheduling::QueueLedger::Fit::kNoRoom) return "";
+  return ledger.Explain(queue, pool, amount);
 }
 
 }  // namespace phalanx::extender
