@@ -12,24 +12,6 @@
 namespace phalanx::extender::testing {
 namespace {
 
-// The a100-mig reference machine with node-unique UUIDs: GPU 0 = 7 x 1g.10gb, GPU 1 =
-// 3g.40gb + 2g.20gb + 2 x 1g.10gb, GPUs 2-7 whole.
-NodeInfo A100MigNode(const std::string& name) {
-  NodeInfo n;
-  n.name = NodeName(name);
-  n.labels["kubernetes.io/hostname"] = name;
-  n.labels[std::string(kProductLabel)] = "A100";
-  auto topo = topology::MakeA100MigNode();
-  for (size_t i = 0; i < topo.gpus.size(); ++i) {
-    topo.gpus[i].uuid = GpuUuid(name + "-gpu" + std::to_string(i));
-    for (size_t k = 0; k < topo.gpus[i].mig_devices.size(); ++k)
-      topo.gpus[i].mig_devices[k].uuid = GpuUuid("MIG-" + name + "-" + std::to_string(i) + "-" + std::to_string(k));
-  }
-  n.topology = std::move(topo);
-  n.allocatable_gpus = 6;
-  return n;
-}
-
 PodInfo MigPod(const std::string& name, const std::string& profile, int count, int priority = 0,
                const std::string& node = "") {
   PodInfo p = GpuPod(name, 0, priority, node);
