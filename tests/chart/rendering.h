@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+// In a test: stop with helm's error when the chart did not render.
+#define ASSERT_RENDERED(r) ASSERT_TRUE((r).error.empty()) << (r).error
+
 namespace phalanx::chart_test {
 
 inline constexpr const char* kRelease = "phalanx";

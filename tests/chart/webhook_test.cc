@@ -16,8 +16,6 @@
 namespace phalanx::chart_test {
 namespace {
 
-#define ASSERT_RENDERED(r) ASSERT_TRUE((r).error.empty()) << (r).error
-
 const std::string kScheduler = std::string(kRelease) + "-scheduler";
 const std::string kServiceDns = kScheduler + "." + kNamespace + ".svc";
 // Each entry's objectSelector: the two gang labels, then implicit gangs of one (a queue label
