@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/extender/bench_http.h"
+#include "core/json/json.h"
 #include "tests/e2e/harness/process.h"
 
 namespace phalanx::extender::bench {
@@ -71,6 +72,21 @@ struct ExtenderDaemon {
   int metrics_port = 0;  // /metrics, /readyz
   bool ready = false;    // /readyz answered 200 within the deadline
 };
+
+// The pods of gang `gang` in namespace bench as the API server has them (empty on any error).
+inline std::vector<json::Json> ListGangPods(int port, const std::string& client, const std::string& gang) {
+  std::string body;
+  if (ApiRequest(port, client, "GET", "/api/v1/namespaces/bench/pods?labelSelector=phalanx.io%2Fgang%3D" + gang, "",
+                 &body) != 200) {
+    return {};
+  }
+  auto list = json::Parse(body);
+  std::vector<json::Json> out;
+  if (list.ok() && (*list)["items"].is_array()) {
+    for (auto& p : (*list)["items"]) out.push_back(p);
+  }
+  return out;
+}
 
 // Starts phalanx-extender with `args` (which must include `--listen 127.0.0.1:0 --metrics-addr
 // 127.0.0.1:0`), learns its ports from its start-up log line and waits until /readyz is 200

@@ -48,19 +48,7 @@ struct Bench {
     return s + "]";
   }
   // Pods of `gang` as the API has them.
-  std::vector<Json> ListGang(const std::string& gang) const {
-    std::string body;
-    if (ApiRequest(api_port, "api-load", "GET", "/api/v1/namespaces/bench/pods?labelSelector=phalanx.io%2Fgang%3D" + gang, "", &body) !=
-        200) {
-      return {};
-    }
-    auto list = json::Parse(body);
-    std::vector<Json> out;
-    if (list.ok() && (*list)["items"].is_array()) {
-      for (auto& p : (*list)["items"]) out.push_back(p);
-    }
-    return out;
-  }
+  std::vector<Json> ListGang(const std::string& gang) const { return ListGangPods(api_port, "api-load", gang); }
   // The node the extender's filter passes the pod to ("" if none or several).
   std::string FilterOne(Conn& c, const Json& pod, bool any = false) const {
     std::string body;

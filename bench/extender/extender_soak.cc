@@ -99,19 +99,7 @@ struct Soak {
     if (!any && (*reply)["NodeNames"].size() != 1) return "";
     return (*reply)["NodeNames"][0].get<std::string>();
   }
-  std::vector<Json> ListGang(const std::string& gang) {
-    std::string body;
-    if (ApiRequest(api_port, "soak-kube-scheduler", "GET",
-            "/api/v1/namespaces/bench/pods?labelSelector=phalanx.io%2Fgang%3D" + gang, "", &body) != 200) {
-      return {};
-    }
-    auto list = json::Parse(body);
-    std::vector<Json> out;
-    if (list.ok() && (*list)["items"].is_array()) {
-      for (auto& p : (*list)["items"]) out.push_back(p);
-    }
-    return out;
-  }
+  std::vector<Json> ListGang(const std::string& gang) { return ListGangPods(api_port, "soak-kube-scheduler", gang); }
 
   // One gang's life: created gated, admitted by the extender, each member filtered and bound
   // (binds held at the barrier), checked whole, run, deleted.

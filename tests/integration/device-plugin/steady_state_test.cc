@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/json/json.h"
+#include "tests/e2e/drivers/pod_facts.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
 #include "tests/integration/device-plugin/plugin_fixture.h"
 
@@ -14,6 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using fakes::apiserver::FakeApiServer;
+using e2e::Annotation;
 using json::Json;
 
 constexpr const char* kPlugin = "phalanx-device-plugin";
@@ -31,12 +33,6 @@ Json Pod(const std::string& name, const std::string& node, const std::string& de
                                              {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
   if (!devices.empty()) pod["metadata"]["annotations"] = {{"phalanx.io/devices", devices}};
   return pod;
-}
-
-std::string Annotation(const Json& node, const std::string& key) {
-  const Json& meta = node["metadata"];
-  if (!meta.contains("annotations") || !meta["annotations"].contains(key)) return "";
-  return meta["annotations"][key].get<std::string>();
 }
 
 class SteadyStateTest : public PluginTest {

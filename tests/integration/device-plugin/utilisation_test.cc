@@ -5,6 +5,7 @@
 // follows a replaced pod; /metrics and phalanx.io/gpu-state carry the numbers; unsupported NVML
 // queries degrade to "not measured" without touching health; bad flags are refused by name.
 #include "core/json/json.h"
+#include "tests/e2e/drivers/pod_facts.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
 #include "tests/integration/device-plugin/plugin_fixture.h"
 
@@ -13,6 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using fakes::apiserver::FakeApiServer;
+using e2e::Annotation;
 using json::Json;
 
 constexpr const char* kGpu0 = "GPU-349a23a6-dc97-50d5-b014-908d58b8b10b";  // 3 %
@@ -34,12 +36,6 @@ Json Pod(const std::string& name, const std::string& idle_since = "") {
               {"status", {{"phase", "Running"}}}};
   if (!idle_since.empty()) pod["metadata"]["annotations"] = {{"phalanx.io/idle-since", idle_since}};
   return pod;
-}
-
-std::string Annotation(const Json& object, const std::string& key) {
-  const Json& meta = object["metadata"];
-  if (!meta.contains("annotations") || !meta["annotations"].contains(key)) return "";
-  return meta["annotations"][key].get<std::string>();
 }
 
 class UtilisationTest : public PluginTest {
