@@ -241,6 +241,10 @@ class Extender {
   // Why `pod`'s queue has no room for its MIG devices, per pool a queue has a quota in (a
   // pool not named: room, or not limited). Empty without queues. mu_ held exclusively.
   PoolRefusals MigQuotaRefusals(const PodInfo& pod);
+  // What the quota check judges of a MIG pod: its booking key and milli-GPUs; nullopt when
+  // there is nothing to judge (queues off, no countable MIG request, or the pod is counted
+  // already: a retried filter or bind). mu_ held exclusively.
+  std::optional<std::pair<GangKey, scheduling::Milli>> MigQuotaSubject(const PodInfo& pod);
   // The commit point at bind: why `pod` may not take its MIG devices on `node` ("" = it may;
   // a pod counted already may). mu_ held exclusively.
   std::string MigQuotaRefusalAt(const PodInfo& pod, const NodeName& node);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "extender/extender.h"
@@ -28,15 +29,23 @@ scheduling::Milli MigRequestMilli(const PodInfo& pod) {
 
 }  // namespace
 
+std::optional<std::pair<GangKey, scheduling::Milli>> Extender::MigQuotaSubject(const PodInfo& pod) {
+  const scheduling::QueueLedger& counted = engine_.queues();
+  if (!counted.enabled()) return std::nullopt;
+  const scheduling::Milli amount = MigRequestMilli(pod);
+  if (amount <= 0) return std::nullopt;
+  PruneUncounted();
+  GangKey key = MigBookingKey(pod.uid);
+  if ((counted.Tracks(key) || uncounted_.contains(key)) && ledger_.mig().FindPod(pod.uid)) return std::nullopt;
+  return std::make_pair(std::move(key), amount);
+}
+
 PoolRefusals Extender::MigQuotaRefusals(const PodInfo& pod) {
   PoolRefusals out;
+  const auto subject = MigQuotaSubject(pod);
+  if (!subject) return out;
+  const auto& [key, amount] = *subject;
   const scheduling::QueueLedger& counted = engine_.queues();
-  if (!counted.enabled()) return out;
-  const scheduling::Milli amount = MigRequestMilli(pod);
-  if (amount <= 0) return out;
-  PruneUncounted();
-  const GangKey key = MigBookingKey(pod.uid);
-  if ((counted.Tracks(key) || uncounted_.contains(key)) && ledger_.mig().FindPod(pod.uid)) return out;
   const std::string named = QueueOfPod(pod);
   // The pools some queue has a quota in (a handful), not the candidate nodes: nodes of other
   // pools are not limited by queues.
@@ -48,19 +57,14 @@ PoolRefusals Extender::MigQuotaRefusals(const PodInfo& pod) {
 }
 
 std::string Extender::MigQuotaRefusalAt(const PodInfo& pod, const NodeName& node) {
-  const scheduling::QueueLedger& counted = engine_.queues();
-  if (!counted.enabled()) return "";
-  const scheduling::Milli amount = MigRequestMilli(pod);
-  if (amount <= 0) return "";
-  PruneUncounted();
-  const GangKey key = MigBookingKey(pod.uid);
-  if ((counted.Tracks(key) || uncounted_.contains(key)) && ledger_.mig().FindPod(pod.uid)) return "";  // retried
+  const auto subject = MigQuotaSubject(pod);
+  if (!subject) return "";
   const placement::ClusterState& state = ledger_.state();
   auto idx = state.FindNode(node);
   if (!idx) return "";  // AssumeMigForBind refuses it
   const std::string& pool = state.node(*idx).spec.pool;
-  if (!counted.Manages(pool)) return "";
-  return QuotaRefusalOf(key, QueueOfPod(pod), pool, amount);
+  if (!engine_.queues().Manages(pool)) return "";
+  return QuotaRefusalOf(subject->first, QueueOfPod(pod), pool, subject->second);
 }
 
 void Extender::RecordUncountedMig(const PodInfo& pod, const NodeName& node) {
