@@ -1,12 +1,18 @@
 # The two commands of the README. Both work on a fresh Debian bookworm machine as root.
-#   make demo  - install deps, build (Release), run the main job and print its report
-#                (then the two-team queue example, sim/data/two-team-*)
-#   make test  - install deps, build everything (tests + benchmarks), run every test
+#   make demo  - install deps, build the `phalanx` CLI only (Release), run the main job and print its
+#                report (then the two-team queue example, sim/data/two-team-*)
+#   make test  - install deps, build everything (tests + benchmarks), run every test, the benchmark
+#                gate (bench/check) among them
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DPHALANX_WERROR=ON
+# ccache where the machine has it (Debian package `ccache`): a rebuild after a pull recompiles only
+# what changed. Not installed by deps: a fresh machine's first build gains nothing from it.
+ifneq ($(shell command -v ccache 2>/dev/null),)
+CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+endif
 
-.PHONY: all deps configure build demo test clean
+.PHONY: all deps configure build build-cli demo test clean
 
 all: build
 
@@ -19,7 +25,12 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
+# The demo runs one binary: build its link closure only (bench/check's demo.compile_units gate
+# fails if a test or benchmark target ever joins it).
+build-cli: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target phalanx
+
+demo: build-cli
 	./scripts/demo.sh $(BUILD_DIR)
 	@echo
 	@echo "== Two teams, one quota each (team-a floods, team-b is bursty; sim/data/README.md) =="
