@@ -91,12 +91,28 @@ void KubeletNode::Stop() {
   if (status_thread_.joinable()) status_thread_.join();
 }
 
+void KubeletNode::Hold() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = true;
+}
+
+void KubeletNode::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = false;
+  cv_.notify_all();
+}
+
+size_t KubeletNode::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return arrivals_.size();
+}
+
 void KubeletNode::AdmitLoop() {
   for (;;) {
     Json pod;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !arrivals_.empty(); });
+      cv_.wait(lock, [this] { return stop_ || (!held_ && !arrivals_.empty()); });
       if (stop_) return;
       pod = std::move(arrivals_.front());
       arrivals_.pop_front();

@@ -41,6 +41,12 @@ class KubeletNode {
   void Start();
   void Stop();
 
+  // Holds admissions (kubelet's sync loop busy, e.g. with a slow admission): pods that arrive
+  // meanwhile queue in arrival order and are admitted, in that order, after Release().
+  void Hold();
+  void Release();
+  // Pods the watch delivered that wait for admission.
+  size_t queued() const;
   // Admissions finished so far (admitted or rejected), in order, as "<ns>/<name>".
   std::vector<std::string> admission_order() const;
   // The rejection message of a pod, "" when admitted or not seen.
@@ -63,6 +69,7 @@ class KubeletNode {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool stop_ = false;                       // guarded by mu_
+  bool held_ = false;                       // guarded by mu_
   std::deque<kube::Json> arrivals_;         // guarded by mu_: pods in watch order, not admitted yet
   std::vector<std::string> admitted_;       // guarded by mu_
   std::map<std::string, std::string> rejected_;  // guarded by mu_

@@ -83,9 +83,14 @@ TEST_F(AdmissionTest, PodsBoundInTheSameSecondGetTheirOwnPlannedGpus) {
   for (int attempt = 0;; ++attempt) {
     ASSERT_LT(attempt, 5) << "could not create two pods within one second";
     const std::string first = "rz-first-" + std::to_string(attempt), second = "ra-second-" + std::to_string(attempt);
+    // Kubelet is busy while both arrive (the plugin's watch has both before the first admission).
+    n.node().Hold();
     auto a = api_->Create("pods", GpuPod(first, "node-1", {{"main", 1}}, Json{{"main", {kPcie[3]}}}.dump()));
     auto b = api_->Create("pods", GpuPod(second, "node-1", {{"main", 1}}, Json{{"main", {kPcie[0]}}}.dump()));
     ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE(WaitUntil([&] { return n.node().queued() == 2; }));
+    std::this_thread::sleep_for(200ms);  // the plugin's watch, a few ms behind kubelet's
+    n.node().Release();
     ASSERT_TRUE(n.node().WaitForAdmissions(2 * (attempt + 1), kDeadline));
     if ((*a)["metadata"]["creationTimestamp"] != (*b)["metadata"]["creationTimestamp"]) {
       ASSERT_TRUE(api_->Delete("pods", "ml", first, {.grace_period_seconds = 0}).ok());
@@ -93,6 +98,7 @@ TEST_F(AdmissionTest, PodsBoundInTheSameSecondGetTheirOwnPlannedGpus) {
       ASSERT_TRUE(WaitUntil([&] { return n.kubelet().devices().admitted().empty(); }));
       continue;
     }
+    EXPECT_EQ(n.node().admission_order(), (std::vector<std::string>{"ml/" + first, "ml/" + second}));
     EXPECT_EQ(n.Allocated(first), (Plan{{"main", {kPcie[3]}}})) << n.daemon().log();
     EXPECT_EQ(n.Allocated(second), (Plan{{"main", {kPcie[0]}}})) << n.daemon().log();
     break;
@@ -147,6 +153,24 @@ TEST_F(AdmissionTest, RefusedEventsAreLoggedOnceWithThePermissionAndStartIsQuiet
   EXPECT_EQ(log.find("Failed to publish node GPU state"), std::string::npos) << log;
 }
 
+// Issue 24 §4: a kubelet whose first status after a restart goes out before the plugin registered
+// again reports the resource as 0 (its checkpoint knows the resource, no device is healthy yet);
+// the plugin's registration brings it back.
+TEST_F(AdmissionTest, KubeletRestartPostsZeroUntilThePluginRegistersAgain) {
+  GpuNode& n = AddNode("node-1", "pcie-4gpu");
+  const auto allocatable = [&] {
+    auto node = api_->Get("nodes", "", "node-1");
+    if (!node.ok() || !node->contains("status") || !(*node)["status"].contains("allocatable")) return std::string();
+    return (*node)["status"]["allocatable"].value("nvidia.com/gpu", "");
+  };
+  ASSERT_TRUE(WaitUntil([&] { return allocatable() == "4"; })) << allocatable();
+  n.daemon().Signal(SIGSTOP);  // the plugin is slower than kubelet's first status
+  ASSERT_TRUE(n.kubelet().Restart().ok());
+  EXPECT_TRUE(WaitUntil([&] { return allocatable() == "0"; })) << allocatable();
+  n.daemon().Signal(SIGCONT);
+  EXPECT_TRUE(WaitUntil([&] { return allocatable() == "4"; })) << allocatable() << n.daemon().log();
+}
+
 // Issue 24 §3: kubelet deletes every file in device-plugins/ when it starts. The lock is not
 // there, so a second instance still finds it held and exits (before: it registered in the
 // first one's place).
@@ -193,7 +217,7 @@ TEST_F(AdmissionTest, ParallelBoundGangGetsItsPlanEveryTime) {
   GpuNode& n1 = AddNode("node-1", "dgx-h100");
   GpuNode& n2 = AddNode("node-2", "dgx-h100");
   std::mt19937 rng(24);
-  const int kRepetitions = (getenv("PHX_REPS") ? atoi(getenv("PHX_REPS")) : 100);
+  constexpr int kRepetitions = 100;
   constexpr int kMembers = 16;
   int swaps = 0;
   for (int rep = 0; rep < kRepetitions; ++rep) {
@@ -218,11 +242,9 @@ TEST_F(AdmissionTest, ParallelBoundGangGetsItsPlanEveryTime) {
       const Json patch = {{"metadata", {{"annotations", {{"phalanx.io/devices", Json{{"main", {kH100[gpu[i]]}}}.dump()}}}}}};
       return client_->Patch(kube::resources::kPods, "ml", names[i], kube::PatchType::kMerge, patch).status();
     });
-    if (getenv("PHX_TRACE")) fprintf(stderr, "annotated\n");
     fan_out([&](int i) { return client_->Bind("ml", names[i], i < 8 ? "node-1" : "node-2", uids[i]); });
     ASSERT_TRUE(n1.node().WaitForAdmissions(8 * (rep + 1), kDeadline));
     ASSERT_TRUE(n2.node().WaitForAdmissions(8 * (rep + 1), kDeadline));
-    if (getenv("PHX_TRACE")) fprintf(stderr, "admitted\n");
     for (int i = 0; i < kMembers; ++i) {
       const auto got = (i < 8 ? n1 : n2).Allocated(names[i]);
       if (got != Plan{{"main", {kH100[gpu[i]]}}}) {
@@ -240,7 +262,6 @@ TEST_F(AdmissionTest, ParallelBoundGangGetsItsPlanEveryTime) {
     ASSERT_TRUE(WaitUntil([&] {
       return n1.kubelet().devices().admitted().empty() && n2.kubelet().devices().admitted().empty();
     }));
-    if (getenv("PHX_TRACE")) fprintf(stderr, "rep %d done %s\n", rep, "");
   }
 }
 
