@@ -51,7 +51,7 @@ struct PendingPod {
   std::string key;  // "namespace/name"
   std::string uid;
   bool gang = false;
-  bool annotated = false;  // carries phalanx.io/devices
+  bool annotated = false;  // phalanx.io/devices names devices of this resource (for any container)
   std::vector<PendingContainer> containers;  // asking for the resource, kubelet's order
 };
 

@@ -124,11 +124,15 @@ PendingPodSource::View Publisher::PendingPods(const std::string& resource) {
   }
   for (const auto& p : *pods) {
     if (p.deleting || !(p.phase.empty() || p.phase == "Pending")) continue;
-    PendingPod pending{.key = p.ns + "/" + p.name, .uid = p.uid, .gang = !p.gang.empty(),
-                       .annotated = !p.devices_annotation.empty()};
+    PendingPod pending{.key = p.ns + "/" + p.name, .uid = p.uid, .gang = !p.gang.empty()};
     std::map<std::string, std::vector<std::string>> plan;
-    if (pending.annotated) {
+    if (!p.devices_annotation.empty()) {
       if (auto parsed = ParseDevicePlan(p.devices_annotation); parsed.ok()) plan = std::move(*parsed);
+    }
+    // Planned for this resource: the annotation names one of its devices (a plan in another
+    // plugin's IDs, e.g. GPU UUIDs for time-sliced replicas, is not one to miss).
+    for (const auto& [container, ids] : plan) {
+      for (const auto& id : ids) pending.annotated = pending.annotated || (spec != nullptr && spec->Find(id) != nullptr);
     }
     const auto held = alloc->by_container.find(PodKey{p.ns, p.name});
     for (const auto& c : p.containers) {
