@@ -107,9 +107,7 @@ void Extender::Bind(const BindArgs& args, BindCallback done) {
       RecordUncountedMig(pod, node);
       mig_ids = std::move(*chosen);
     }
-    DeviceAssignment devices;
-    auto ids = ledger_.DeviceIds(node, mask);
-    if (!ids.empty()) devices[pod.gpu_container.empty() ? "main" : pod.gpu_container] = std::move(ids);
+    DeviceAssignment devices = AssignGpusToContainers(pod, ledger_.DeviceIds(node, mask));
     if (!mig_ids.empty()) {
       auto& list = devices[pod.mig_container.empty() ? "main" : pod.mig_container];
       list.insert(list.end(), mig_ids.begin(), mig_ids.end());
@@ -199,8 +197,7 @@ void Extender::ReleaseBarrier(const GangKey& key) {
     }
     rec = ledger_.FindPod(h.uid);
     GangCommit::Member m{RefOf(rec->info), rec->info, rec->node.str(), {}, std::move(h.done)};
-    auto ids = ledger_.DeviceIds(rec->node, rec->gpus);
-    if (!ids.empty()) m.devices[rec->info.gpu_container.empty() ? "main" : rec->info.gpu_container] = ids;
+    m.devices = AssignGpusToContainers(rec->info, ledger_.DeviceIds(rec->node, rec->gpus));
     commit->members.push_back(std::move(m));
     deadline = deadline ? std::min(*deadline, h.deadline) : h.deadline;
   }

@@ -249,6 +249,7 @@ Result<PodInfo> ParsePod(const Json& pod) {
     PHX_ASSIGN_OR_RETURN(PodDeviceRequests devices, ParsePodDeviceRequests(*spec));
     info.gpus = devices.gpus;
     info.gpu_container = std::move(devices.gpu_container);
+    info.gpu_containers = std::move(devices.gpu_containers);
     info.mig = std::move(devices.mig);
     info.mig_container = std::move(devices.mig_container);
   }
@@ -286,6 +287,7 @@ Result<PodDeviceRequests> ParsePodDeviceRequests(const Json& spec) {
     for (size_t i = 0; i < containers->size(); ++i) {
       PHX_ASSIGN_OR_RETURN(int n, GpuRequest((*containers)[i], fmt::format("Pod.spec.containers[{}]", i)));
       if (n > 0 && out.gpu_container.empty()) out.gpu_container = StringOr((*containers)[i], "name");
+      if (n > 0) out.gpu_containers.emplace_back(StringOr((*containers)[i], "name"), n);
       sum += n;
     }
   }
@@ -355,6 +357,24 @@ Result<DeviceAssignment> ParseDeviceAssignment(std::string_view text) {
       }
       list.push_back(id.get<std::string>());
     }
+  }
+  return out;
+}
+
+DeviceAssignment AssignGpusToContainers(const PodInfo& pod, const std::vector<std::string>& ids) {
+  DeviceAssignment out;
+  if (ids.empty()) return out;
+  if (pod.gpu_containers.empty()) {
+    out[pod.gpu_container.empty() ? "main" : pod.gpu_container] = ids;
+    return out;
+  }
+  size_t next = 0;
+  for (size_t c = 0; c < pod.gpu_containers.size() && next < ids.size(); ++c) {
+    const auto& [name, count] = pod.gpu_containers[c];
+    const bool last = c + 1 == pod.gpu_containers.size();
+    const size_t take = last ? ids.size() - next : std::min(ids.size() - next, static_cast<size_t>(count));
+    out[name].assign(ids.begin() + static_cast<std::ptrdiff_t>(next), ids.begin() + static_cast<std::ptrdiff_t>(next + take));
+    next += take;
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/base/clock.h"
@@ -97,7 +98,10 @@ struct PodInfo {
   PodPhase phase = PodPhase::kPending;
   bool deleting = false;  // metadata.deletionTimestamp set
   int gpus = 0;           // effective nvidia.com/gpu request (max(sum of containers, any init container))
-  std::string gpu_container;  // first container requesting GPUs (devices annotation key)
+  std::string gpu_container;  // first container requesting GPUs
+  // Containers requesting GPUs, in spec order, with their counts: phalanx.io/devices is written
+  // per container (kubelet allocates container by container).
+  std::vector<std::pair<std::string, int>> gpu_containers;
   // nvidia.com/mig-<profile> requests: profile -> devices (extender/mig_requests.h).
   std::map<std::string, int, std::less<>> mig;
   std::string mig_container;  // first container requesting MIG devices
@@ -156,6 +160,7 @@ Result<PodInfo> ParsePod(const json::Json& pod);
 struct PodDeviceRequests {
   int gpus = 0;
   std::string gpu_container;  // first container requesting GPUs
+  std::vector<std::pair<std::string, int>> gpu_containers;  // every one, spec order, with its count
   std::map<std::string, int, std::less<>> mig;
   std::string mig_container;
 };
@@ -164,5 +169,10 @@ Result<TrainingJobInfo> ParseTrainingJob(const json::Json& job);
 // Parses `phalanx.io/devices`.
 Result<DeviceAssignment> ParseDeviceAssignment(std::string_view text);
 std::string EncodeDeviceAssignment(const DeviceAssignment& devices);
+// The pod's whole-GPU device IDs split over its GPU containers in spec order, each taking as many
+// as it requests ({"c1":[A],"c2":[B]}): the device plugin matches kubelet's per-container calls
+// to these. IDs beyond the containers' sum (an init container asking for more) go to the last
+// container; a pod without named GPU containers gets them under its first GPU container, or "main".
+DeviceAssignment AssignGpusToContainers(const PodInfo& pod, const std::vector<std::string>& ids);
 
 }  // namespace phalanx::extender

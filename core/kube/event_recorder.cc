@@ -135,8 +135,18 @@ Status EventRecorder::Flush(bool force_series) {
       it->second.sent_count = w.entry.count;
       it->second.last_flush = clock_->Now();
     }
-    if (!s.ok()) {
+    if (!s.ok() && s.code() == StatusCode::kPermissionDenied) {
+      // A missing RBAC rule is not transient: say once per verb and namespace which one.
+      const std::string verb = w.create ? "create" : "patch";
+      if (refused_.insert(verb + " " + ns).second) {
+        spdlog::warn("event recorder: Events are refused (403): grant {} on events.events.k8s.io in namespace {} "
+                     "(e.g. a node's own identity may not write Events); this is logged once: {}",
+                     verb, ns, s.message());
+      }
+    } else if (!s.ok()) {
       spdlog::debug("event recorder: {} {}: {}", w.entry.reason, w.entry.regarding.name, s.message());
+    }
+    if (!s.ok()) {
       if (first.ok()) first = s;
     }
   }

@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -48,7 +49,8 @@ class EventRecorder {
 
   void Start();
   void Stop();
-  // Creates new events and patches due series now. Returns the first error (work is kept for a
+  // Creates new events and patches due series now. A write refused with 403 is logged once per verb
+  // and namespace at warning level, naming the missing permission. Returns the first error (work is kept for a
   // retry on the next flush only for series; a failed create is dropped).
   Status Flush(bool force_series = false);
 
@@ -73,6 +75,7 @@ class EventRecorder {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Entry> entries_;  // by dedup key
+  std::set<std::string> refused_;         // guarded by mu_: "<verb> <namespace>" refused with 403, logged
   std::mutex flush_mu_;
   uint64_t dropped_ = 0;
   bool stopped_ = false;

@@ -131,6 +131,11 @@ std::unique_ptr<Generation> StartGeneration(const NodeContext& ctx, Config confi
   ServerDeps deps{.config = g->config.get(), .health = ctx.health, .bandwidth = ctx.bandwidth,
                   .pods = g->publisher.get(), .metrics = ctx.metrics,
                   .logger = log::MakeLogger("device_plugin.kubelet")};
+  if (ctx.events != nullptr) {
+    deps.on_plan_miss = [events = ctx.events](const std::string& resource, const PlanMiss& m) {
+      events->PlanMiss(resource, m);
+    };
+  }
   g->manager = std::make_unique<PluginManager>(
       ManagerOptions{.plugin_dir = DevicePluginDir(*ctx.options),
                      .poll_interval = std::chrono::milliseconds(ctx.options->kubelet_poll_ms),

@@ -9,9 +9,12 @@ namespace phalanx::device_plugin {
 void AddFlags(CLI::App& app, Options& o) {
   if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
   app.add_option("--kubelet-dir", o.kubelet_dir,
-                 "Kubelet's root directory: sockets in <kubelet-dir>/device-plugins, pod-resources in "
-                 "<kubelet-dir>/pod-resources")
+                 "Kubelet's root directory: pod-resources in <kubelet-dir>/pod-resources (and the default "
+                 "--device-plugin-dir, <kubelet-dir>/device-plugins)")
       ->capture_default_str();
+  app.add_option("--device-plugin-dir", o.device_plugin_dir,
+                 "Where kubelet.sock and our sockets are (default <kubelet-dir>/device-plugins; kubelet "
+                 "1.26 keeps it at /var/lib/kubelet/device-plugins whatever its --root-dir)");
   app.add_option("--pod-resources-socket", o.pod_resources_socket, "Kubelet's pod-resources socket (default <kubelet-dir>/pod-resources/kubelet.sock)");
   app.add_option("--nvml-library", o.nvml_library, "NVML library to dlopen")->capture_default_str();
   app.add_option("--config", o.config_file, "Config file (version: v1, NVIDIA device plugin format)");
@@ -21,7 +24,8 @@ void AddFlags(CLI::App& app, Options& o) {
   app.add_option("--metrics-addr", o.metrics_addr, "Address of /metrics, /healthz, /readyz")
       ->capture_default_str();
   app.add_option("--lock-file", o.lock_file,
-                 "Single-instance lock (default <kubelet-dir>/device-plugins/phalanx-device-plugin.lock)");
+                 "Single-instance lock, outside the directory kubelet cleans on start (default "
+                 "<kubelet-dir>/phalanx-device-plugin.lock)");
   app.add_option("--publish-interval", o.publish_interval_seconds,
                  "Seconds between node state writes (>= 1; default from config, 1)");
   app.add_option("--mig-strategy", o.mig_strategy, "none|single|mixed (overrides the config file)")
@@ -64,14 +68,18 @@ Status ValidateUsageFlags(const Options& o) {
   return OkStatus();
 }
 
-std::string DevicePluginDir(const Options& o) { return o.kubelet_dir + "/device-plugins"; }
+std::string DevicePluginDir(const Options& o) {
+  return o.device_plugin_dir.empty() ? o.kubelet_dir + "/device-plugins" : o.device_plugin_dir;
+}
 
 std::string PodResourcesSocket(const Options& o) {
   return o.pod_resources_socket.empty() ? o.kubelet_dir + "/pod-resources/kubelet.sock" : o.pod_resources_socket;
 }
 
 std::string LockFilePath(const Options& o) {
-  return o.lock_file.empty() ? DevicePluginDir(o) + "/phalanx-device-plugin.lock" : o.lock_file;
+  // Not in the device-plugins directory: kubelet deletes every file there when it starts, and
+  // a deleted lock file lets a second instance lock a new one.
+  return o.lock_file.empty() ? o.kubelet_dir + "/phalanx-device-plugin.lock" : o.lock_file;
 }
 
 Result<ListenAddress> ParseListenAddress(const std::string& addr) {

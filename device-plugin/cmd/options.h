@@ -13,16 +13,18 @@
 namespace phalanx::device_plugin {
 
 struct Options {
-  // Kubelet's root directory: our sockets and kubelet.sock live in <kubelet-dir>/device-plugins,
-  // the pod-resources socket in <kubelet-dir>/pod-resources (the layout of every kubelet).
+  // Kubelet's root directory: the pod-resources socket is in <kubelet-dir>/pod-resources.
   std::string kubelet_dir = "/var/lib/kubelet";
+  // kubelet.sock and our sockets; empty = <kubelet-dir>/device-plugins. Kubelet 1.26 keeps the
+  // registration directory at /var/lib/kubelet/device-plugins even with another --root-dir.
+  std::string device_plugin_dir;
   std::string pod_resources_socket;   // empty = <kubelet-dir>/pod-resources/kubelet.sock
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string config_file;            // empty = defaults
   std::string node_name;              // default: env NODE_NAME
   std::string kubeconfig;             // empty = in-cluster, else no publishing
   std::string metrics_addr = ":8080";
-  std::string lock_file;              // empty = <kubelet-dir>/device-plugins/phalanx-device-plugin.lock
+  std::string lock_file;              // empty = <kubelet-dir>/phalanx-device-plugin.lock
   double publish_interval_seconds = 0;  // 0 = from config (default 1)
   std::string mig_strategy;           // overrides flags.migStrategy when set
   std::optional<bool> fail_on_init_error;  // overrides flags.failOnInitError when set
@@ -41,7 +43,7 @@ void AddFlags(CLI::App& app, Options& options);
 Status ValidateUsageFlags(const Options& options);
 
 // Paths derived from --kubelet-dir unless given explicitly.
-std::string DevicePluginDir(const Options& options);     // <kubelet-dir>/device-plugins
+std::string DevicePluginDir(const Options& options);     // --device-plugin-dir or <kubelet-dir>/device-plugins
 std::string PodResourcesSocket(const Options& options);  // --pod-resources-socket or the default
 std::string LockFilePath(const Options& options);        // --lock-file or the default
 

@@ -18,29 +18,6 @@ std::string JoinIds(const std::vector<std::string>& ids, std::string_view sep) {
   return out;
 }
 
-std::optional<PreferredChoice> FromAnnotations(const ResourceSpec& resource,
-                                               const std::set<std::string>& available,
-                                               const std::vector<std::string>& must_include,
-                                               int size, std::span<const AnnotatedPod> pods) {
-  std::vector<const AnnotatedPod*> sorted;
-  for (const auto& p : pods) sorted.push_back(&p);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const AnnotatedPod* a, const AnnotatedPod* b) { return a->created < b->created; });
-  for (const AnnotatedPod* p : sorted) {
-    std::vector<std::string> mine;
-    for (const auto& id : p->device_ids) {
-      if (resource.Find(id) != nullptr) mine.push_back(id);
-    }
-    if (static_cast<int>(mine.size()) != size) continue;
-    bool ok = std::all_of(mine.begin(), mine.end(), [&](const auto& id) { return available.count(id); });
-    ok = ok && std::all_of(must_include.begin(), must_include.end(), [&](const auto& id) {
-           return std::find(mine.begin(), mine.end(), id) != mine.end();
-         });
-    if (ok) return PreferredChoice{mine, PreferredSource::kAnnotation, p->key};
-  }
-  return std::nullopt;
-}
-
 Result<std::vector<std::string>> WholeGpus(const ResourceSpec& resource,
                                            const placement::BandwidthMatrix& bandwidth,
                                            const std::set<std::string>& available,
@@ -121,7 +98,7 @@ std::vector<std::string> SpreadReplicas(const ResourceSpec& resource, const std:
 Result<PreferredChoice> ChoosePreferred(const ResourceSpec& resource,
                                         const placement::BandwidthMatrix& bandwidth,
                                         const PreferredRequest& request,
-                                        std::span<const AnnotatedPod> pending_pods) {
+                                        const std::set<std::string>& avoid) {
   if (request.size < 1) {
     return InvalidArgumentError(fmt::format("allocation size must be >= 1, got {}", request.size));
   }
@@ -146,7 +123,12 @@ Result<PreferredChoice> ChoosePreferred(const ResourceSpec& resource,
     return ResourceExhaustedError(fmt::format("{} devices requested, {} available", request.size,
                                               available.size()));
   }
-  if (auto a = FromAnnotations(resource, available, must, request.size, pending_pods)) return *a;
+  // Devices planned for other pending pods stay out of the choice while enough others remain.
+  std::set<std::string> free;
+  for (const auto& id : available) {
+    if (!avoid.count(id) || std::find(must.begin(), must.end(), id) != must.end()) free.insert(id);
+  }
+  if (static_cast<int>(free.size()) >= request.size) available = std::move(free);
   PreferredChoice c;
   if (static_cast<int>(available.size()) == request.size) {
     // Nothing to choose (must-include is part of `available`); skips the set search,

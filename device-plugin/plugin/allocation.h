@@ -1,11 +1,10 @@
 // What the plugin answers kubelet's GetPreferredAllocation and Allocate (DESIGN §3 step 5).
 // Pure functions over the resource's devices; thread-safe.
 //
-// Preferred allocation, in order:
-//  1. the extender's choice: the oldest pending pod on this node whose `phalanx.io/devices`
-//     annotation names exactly `size` devices of this resource, all available and
-//     containing every must-include device;
-//  2. whole GPUs: the NVLink-best set (core/placement ChooseDeviceSet) among the
+// Preferred allocation without a plan (the extender's plan per container is AdmissionMatcher's,
+// admission_match.h), among the available devices minus `avoid` (devices planned for other
+// pending pods) when enough remain, else among all available:
+//  - whole GPUs: the NVLink-best set (core/placement ChooseDeviceSet) among the
 //     available GPUs, honouring must-include;
 //     MIG devices: packed onto as few GPUs as possible (keeps other GPUs whole);
 //     time-sliced replicas: spread over distinct GPUs first, then the least-used GPUs.
@@ -14,7 +13,7 @@
 // nodes with passDeviceSpecs; unknown IDs -> InvalidArgument, unhealthy -> FailedPrecondition.
 #pragma once
 
-#include <span>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,20 +36,12 @@ struct PreferredRequest {
   int size = 0;
 };
 
-// A pending pod on this node with the extender's device choice (phalanx.io/devices),
-// flattened over its containers.
-struct AnnotatedPod {
-  std::string key;  // "namespace/name"
-  SystemTime created{};
-  std::vector<std::string> device_ids;
-};
-
 enum class PreferredSource { kAnnotation, kTopology };
 
 struct PreferredChoice {
   std::vector<std::string> device_ids;
   PreferredSource source = PreferredSource::kTopology;
-  std::string pod;  // the annotated pod, when source == kAnnotation
+  std::string pod;  // the planned pod, when source == kAnnotation
 };
 
 // InvalidArgument for unknown IDs, size < 1, must-include larger than size;
@@ -58,7 +49,7 @@ struct PreferredChoice {
 Result<PreferredChoice> ChoosePreferred(const ResourceSpec& resource,
                                         const placement::BandwidthMatrix& bandwidth,
                                         const PreferredRequest& request,
-                                        std::span<const AnnotatedPod> pending_pods);
+                                        const std::set<std::string>& avoid = {});
 
 Result<v1beta1::ContainerAllocateResponse> BuildAllocation(const ResourceSpec& resource,
                                                            const std::vector<std::string>& ids,

@@ -21,7 +21,6 @@ FileId FileIdOf(const std::string& path) {
                 .ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
 }
 
-ino_t InodeOf(const std::string& path) { return FileIdOf(path).ino; }
 
 }  // namespace
 
@@ -65,6 +64,7 @@ void PluginManager::Loop() {
 void PluginManager::StopServers() {
   for (auto& s : servers_) s->Stop();
   servers_.clear();
+  socket_ids_.clear();
   registered_.assign(resources_.size(), false);
 }
 
@@ -76,6 +76,7 @@ Status PluginManager::ServeAll() {
       StopServers();
       return s.status();
     }
+    socket_ids_.push_back(FileIdOf((*s)->socket_path()));
     servers_.push_back(std::move(s).value());
   }
   return OkStatus();
@@ -93,12 +94,19 @@ void PluginManager::Tick() {
       PHX_LOG_INFO(deps_.logger, "Saw kubelet.sock recreated, restarting plugin servers");
       restart = true;
     }
-    for (const auto& s : servers_) {
-      if (InodeOf(s->socket_path()) == 0) {
+    for (size_t i = 0; i < servers_.size() && !restart; ++i) {
+      const FileId now_id = FileIdOf(servers_[i]->socket_path());
+      if (now_id.ino == 0) {
         PHX_LOG_INFO(deps_.logger, "Saw plugin socket removed, restarting plugin servers",
-                     kv("socket", s->socket_path()));
+                     kv("socket", servers_[i]->socket_path()));
         restart = true;
-        break;
+      } else if (!(now_id == socket_ids_[i])) {
+        // Another process bound our path (kubelet now talks to it): serve and register again,
+        // so kubelet's connection is ours. A second phalanx-device-plugin cannot get here: the
+        // --lock-file outside the directory kubelet cleans stops it at start.
+        PHX_LOG_WARN(deps_.logger, "Saw plugin socket replaced by another process, serving and registering again",
+                     kv("socket", servers_[i]->socket_path()));
+        restart = true;
       }
     }
     if (ino != 0) kubelet_id_ = kubelet;

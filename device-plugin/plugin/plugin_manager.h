@@ -4,7 +4,8 @@
 // `poll_interval` (two stat calls per resource; inotify would not survive kubelet deleting
 // and recreating the whole directory):
 //  - every resource is served on <plugin_dir>/phalanx-<resource>.sock; a socket file that
-//    disappeared (kubelet restart wipes the directory) -> all servers restart;
+//    disappeared (kubelet restart wipes the directory) or was replaced by another process's
+//    (a new inode or change time) -> all servers restart and register again;
 //  - kubelet.sock recreated (new inode or change time) -> kubelet restarted: servers restart and
 //    re-register;
 //  - every resource is registered (version v1beta1, options: preferred allocation
@@ -84,6 +85,7 @@ class PluginManager {
   bool stop_ = false;
   std::vector<std::unique_ptr<ResourceServer>> servers_;  // guarded by mu_
   std::vector<bool> registered_;                          // guarded by mu_
+  std::vector<FileId> socket_ids_;                        // guarded by mu_: our sockets as bound
   FileId kubelet_id_;                                     // guarded by mu_
   int successes_ = 0;                                     // guarded by mu_
   int restarts_ = 0;                                      // guarded by mu_

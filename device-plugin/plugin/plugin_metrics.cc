@@ -33,6 +33,12 @@ Result<std::unique_ptr<PluginMetrics>> PluginMetrics::Register(metrics::Registry
                        r.AddCounter("phalanx_device_plugin_annotation_mismatches_total",
                                     "Allocations that differ from the pod's phalanx.io/devices.",
                                     {"resource"}));
+  PHX_ASSIGN_OR_RETURN(m->plan_misses,
+                       r.AddCounter("phalanx_device_plugin_plan_misses_total",
+                                    "Containers that did not get the devices phalanx.io/devices planned for "
+                                    "them, by reason (unavailable, size, must_include, not_planned, "
+                                    "kubelet_chose_other).",
+                                    {"resource", "reason"}));
   PHX_ASSIGN_OR_RETURN(m->config_reloads,
                        r.AddCounter("phalanx_device_plugin_config_reloads_total",
                                     "SIGHUP config reloads, by result (applied, unchanged, rejected).",

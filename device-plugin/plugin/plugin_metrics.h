@@ -19,6 +19,7 @@ struct PluginMetrics {
   metrics::HistogramFamily* preferred_seconds = nullptr;  // {resource, source}
   metrics::CounterFamily* publish_writes = nullptr;    // {result}
   metrics::CounterFamily* annotation_mismatches = nullptr;  // {resource}
+  metrics::CounterFamily* plan_misses = nullptr;        // {resource, reason}
   metrics::CounterFamily* config_reloads = nullptr;    // {result: applied|unchanged|rejected}
 
   static Result<std::unique_ptr<PluginMetrics>> Register(metrics::Registry& registry);

@@ -83,7 +83,10 @@ class ResourceServer::Stream final : public grpc::ServerWriteReactor<v1beta1::Li
 };
 
 ResourceServer::ResourceServer(ResourceSpec spec, std::string socket_path, ServerDeps deps)
-    : spec_(std::move(spec)), socket_path_(std::move(socket_path)), deps_(std::move(deps)) {}
+    : spec_(std::move(spec)),
+      socket_path_(std::move(socket_path)),
+      deps_(std::move(deps)),
+      matcher_(spec_, deps_.bandwidth) {}
 
 Result<std::unique_ptr<ResourceServer>> ResourceServer::Start(ResourceSpec spec, std::string socket_path,
                                                               ServerDeps deps) {
@@ -181,36 +184,62 @@ grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* ResourceServer::ListAnd
   return stream;
 }
 
+Result<MatchedPreference> ResourceServer::MatchPreferred(const PreferredRequest& request,
+                                                         std::chrono::steady_clock::time_point wait_until) {
+  if (deps_.pods == nullptr) return matcher_.Preferred(request, {});
+  for (;;) {
+    PendingPodSource::View view = deps_.pods->PendingPods(spec_.name);
+    auto m = matcher_.Preferred(request, view.pods);
+    // Unidentified: kubelet admits a pod the watch has not delivered yet (it may trail kubelet's
+    // own by milliseconds); an unidentified answer recorded nothing, so asking again is safe.
+    if (!m.ok() || m->identified || !view.synced || !deps_.pods->WaitForChange(view.version, wait_until)) {
+      if (m.ok() && !m->identified && view.synced) {
+        PHX_LOG_DEBUG(deps_.logger, "No pending pod on the node matches kubelet's request; the pod watch may be behind",
+                      kv("resource", spec_.name), kv("size", request.size));
+      }
+      return m;
+    }
+  }
+}
+
+void ResourceServer::ReportMiss(const PlanMiss& miss) const {
+  const auto join = [](const std::vector<std::string>& ids) {
+    std::string out;
+    for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+    return out;
+  };
+  PHX_LOG_WARN(deps_.logger, "Container does not get its planned devices (phalanx.io/devices)",
+               kv("resource", spec_.name), kv("pod", miss.pod), kv("container", miss.container),
+               kv("gang_member", miss.gang), kv("reason", miss.reason), kv("planned", join(miss.planned)),
+               kv("given", join(miss.given)));
+  if (deps_.metrics) deps_.metrics->Inc(deps_.metrics->plan_misses, {spec_.name, miss.reason});
+  if (deps_.on_plan_miss) deps_.on_plan_miss(spec_.name, miss);
+}
+
 grpc::ServerUnaryReactor* ResourceServer::GetPreferredAllocation(grpc::CallbackServerContext* ctx,
                                                                  const v1beta1::PreferredAllocationRequest* req,
                                                                  v1beta1::PreferredAllocationResponse* out) {
   const auto start = std::chrono::steady_clock::now();
+  const auto wait_until = start + (deps_.pods != nullptr ? deps_.pods->watch_grace() : std::chrono::milliseconds(0));
   auto* reactor = ctx->DefaultReactor();
-  std::vector<AnnotatedPod> pods;
-  if (deps_.pods != nullptr && req->container_requests_size() > 0) {
-    const auto& first = req->container_requests(0);
-    pods = deps_.pods->PendingPods(spec_.name, {first.available_deviceids().begin(), first.available_deviceids().end()});
-  }
   Status status;
   std::string source = "topology";
+  std::vector<PlanMiss> misses;
+  // Kubelet asks for one container per call; a request with several is served in order.
   for (const auto& c : req->container_requests()) {
     PreferredRequest pr;
     pr.available.assign(c.available_deviceids().begin(), c.available_deviceids().end());
     pr.must_include.assign(c.must_include_deviceids().begin(), c.must_include_deviceids().end());
     pr.size = c.allocation_size();
-    auto choice = ChoosePreferred(spec_, *deps_.bandwidth, pr, pods);
-    if (!choice.ok()) {
-      status = choice.status();
+    auto match = MatchPreferred(pr, wait_until);
+    if (!match.ok()) {
+      status = match.status();
       break;
     }
-    if (choice->source == PreferredSource::kAnnotation) {
-      source = "annotation";
-      // The pod is served: don't hand its devices to the next container.
-      pods.erase(std::remove_if(pods.begin(), pods.end(), [&](const AnnotatedPod& p) { return p.key == choice->pod; }),
-                 pods.end());
-    }
+    if (match->choice.source == PreferredSource::kAnnotation) source = "annotation";
+    if (match->miss) misses.push_back(*match->miss);
     auto* cr = out->add_container_responses();
-    for (const auto& id : choice->device_ids) cr->add_deviceids(id);
+    for (const auto& id : match->choice.device_ids) cr->add_deviceids(id);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (deps_.metrics) deps_.metrics->Observe(deps_.metrics->preferred_seconds, {spec_.name, source}, secs);
@@ -219,6 +248,7 @@ grpc::ServerUnaryReactor* ResourceServer::GetPreferredAllocation(grpc::CallbackS
     out->Clear();
   }
   reactor->Finish(ToGrpc(status));
+  for (const PlanMiss& m : misses) ReportMiss(m);  // after answering: kubelet does not wait for the log
   return reactor;
 }
 
@@ -228,6 +258,7 @@ grpc::ServerUnaryReactor* ResourceServer::Allocate(grpc::CallbackServerContext* 
   const auto start = std::chrono::steady_clock::now();
   auto* reactor = ctx->DefaultReactor();
   Status status;
+  std::vector<PlanMiss> misses;
   for (const auto& c : req->container_requests()) {
     std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());
     auto resp = BuildAllocation(spec_, ids, *deps_.config, *deps_.health);
@@ -236,6 +267,9 @@ grpc::ServerUnaryReactor* ResourceServer::Allocate(grpc::CallbackServerContext* 
       break;
     }
     *out->add_container_responses() = std::move(resp).value();
+    std::vector<PendingPod> pods;
+    if (deps_.pods != nullptr) pods = deps_.pods->PendingPods(spec_.name).pods;
+    if (auto miss = matcher_.Allocated(ids, pods)) misses.push_back(std::move(*miss));
   }
   if (deps_.metrics) {
     deps_.metrics->Observe(deps_.metrics->allocate_seconds, {spec_.name},
@@ -249,6 +283,7 @@ grpc::ServerUnaryReactor* ResourceServer::Allocate(grpc::CallbackServerContext* 
                  kv("containers", req->container_requests_size()));
   }
   reactor->Finish(ToGrpc(status));
+  for (const PlanMiss& m : misses) ReportMiss(m);
   return reactor;
 }
 

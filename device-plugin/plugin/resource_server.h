@@ -4,7 +4,7 @@
 // ListAndWatch sends the complete device list (ID, Healthy/Unhealthy, NUMA node) at once
 // and again on every health change (HealthTable subscription; only the newest list is
 // queued behind a write in flight). GetPreferredAllocation and Allocate follow
-// allocation.h; PreStartContainer is not required (options say so) and answers
+// admission_match.h (which pod, which plan) and allocation.h; PreStartContainer is not required (options say so) and answers
 // UNIMPLEMENTED. Errors reach kubelet as gRPC INVALID_ARGUMENT / FAILED_PRECONDITION /
 // RESOURCE_EXHAUSTED with the reason.
 //
@@ -12,6 +12,9 @@
 // socket file. Thread-safe.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -23,6 +26,7 @@
 
 #include "core/base/result.h"
 #include "core/placement/device_set.h"
+#include "device-plugin/plugin/admission_match.h"
 #include "device-plugin/plugin/allocation.h"
 #include "device-plugin/plugin/config.h"
 #include "device-plugin/plugin/device_model.h"
@@ -32,15 +36,22 @@
 
 namespace phalanx::device_plugin {
 
-// Pending pods on this node carrying phalanx.io/devices (the publisher's, from its pod
-// watch; null = no API access, preferred allocation uses topology only). Called on kubelet's
-// admission path for a pod that wants `resource` and may use `available`: must not call the
-// API server.
+// The pods bound to this node that kubelet may still admit, for one resource (the publisher's,
+// from its pod watch; null = no API access, preferred allocation uses topology only). Called on
+// kubelet's admission path: must not call the API server.
 class PendingPodSource {
  public:
+  struct View {
+    uint64_t version = 0;  // grows with every change of the node's pods
+    bool synced = true;    // false until the pods were listed once
+    std::vector<PendingPod> pods;  // arrival order (= kubelet's admission order)
+  };
   virtual ~PendingPodSource() = default;
-  virtual std::vector<AnnotatedPod> PendingPods(const std::string& resource,
-                                                const std::vector<std::string>& available) = 0;
+  virtual View PendingPods(const std::string& resource) = 0;
+  // Sleeps until the pods change after `version`, at most until `deadline`; false then.
+  virtual bool WaitForChange(uint64_t version, std::chrono::steady_clock::time_point deadline) = 0;
+  // How long a call that matches no pending pod waits for the watch (it may trail kubelet's).
+  virtual std::chrono::milliseconds watch_grace() const = 0;
 };
 
 struct ServerDeps {
@@ -50,6 +61,8 @@ struct ServerDeps {
   PendingPodSource* pods = nullptr;          // optional
   const PluginMetrics* metrics = nullptr;    // optional
   std::shared_ptr<spdlog::logger> logger;
+  // A planned container that did not get its plan (an Event on the pod); optional, must not block.
+  std::function<void(const std::string& resource, const PlanMiss&)> on_plan_miss;
 };
 
 class ResourceServer final : public v1beta1::DevicePlugin::CallbackService {
@@ -85,12 +98,18 @@ class ResourceServer final : public v1beta1::DevicePlugin::CallbackService {
   ResourceServer(ResourceSpec spec, std::string socket_path, ServerDeps deps);
   void PushToStreams();
   void UpdateDeviceGauges(const v1beta1::ListAndWatchResponse& list) const;
+  // The matcher's answer for one container, waiting up to the source's grace for the watch when
+  // no pending pod fits.
+  Result<MatchedPreference> MatchPreferred(const PreferredRequest& request,
+                                           std::chrono::steady_clock::time_point wait_until);
+  void ReportMiss(const PlanMiss& miss) const;
 
   const ResourceSpec spec_;
   const std::string socket_path_;
   const ServerDeps deps_;
   std::unique_ptr<grpc::Server> server_;
   int subscription_ = 0;
+  AdmissionMatcher matcher_;
 
   // Shared with the streams, which may finish after the server object is gone.
   struct Streams {

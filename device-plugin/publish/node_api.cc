@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
+#include <string_view>
 
 #include "device-plugin/publish/node_state.h"
 
@@ -20,6 +22,17 @@ SystemTime ParseTime(const std::string& s) {
   return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
+// A plain decimal count ("8"); nullopt otherwise (quantities with units are not device counts).
+std::optional<uint64_t> ParseCount(const std::string& s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n;
+}
+
 }  // namespace
 
 Result<PodOnNode> DecodePod(const nlohmann::json& pod) {
@@ -32,6 +45,7 @@ Result<PodOnNode> DecodePod(const nlohmann::json& pod) {
   p.name = Str(*meta, "name");
   if (p.uid.empty() || p.name.empty()) return InvalidArgumentError("pod: metadata.uid and name are required");
   p.created = ParseTime(Str(*meta, "creationTimestamp"));
+  p.resource_version = ParseCount(Str(*meta, "resourceVersion")).value_or(0);
   p.deleting = meta->contains("deletionTimestamp") && !(*meta)["deletionTimestamp"].is_null();
   if (auto a = meta->find("annotations"); a != meta->end() && a->is_object()) {
     p.devices_annotation = Str(*a, std::string(kDevicesAnnotation).c_str());
@@ -49,17 +63,25 @@ Result<PodOnNode> DecodePod(const nlohmann::json& pod) {
       auto cs = spec->find(list);
       if (cs == spec->end() || !cs->is_array()) continue;
       for (const auto& c : *cs) {
+        if (!c.is_object()) continue;
+        ContainerRequest request{.name = Str(c, "name"), .init = std::string_view(list) == "initContainers"};
         auto res = c.find("resources");
-        if (!c.is_object() || res == c.end() || !res->is_object()) continue;
-        for (const char* kind : {"limits", "requests"}) {
+        if (res == c.end() || !res->is_object()) continue;
+        // Extended resources: requests equal limits when both are set; either alone counts.
+        for (const char* kind : {"requests", "limits"}) {
           auto amounts = res->find(kind);
           if (amounts == res->end() || !amounts->is_object()) continue;
           for (const auto& [name, amount] : amounts->items()) {
             if (std::find(p.resources.begin(), p.resources.end(), name) == p.resources.end()) {
               p.resources.push_back(name);
             }
+            std::optional<uint64_t> n;
+            if (amount.is_string()) n = ParseCount(amount.get<std::string>());
+            if (amount.is_number_unsigned()) n = amount.get<uint64_t>();
+            if (n && *n > 0 && *n < 1'000'000) request.counts[name] = static_cast<int>(*n);
           }
         }
+        if (!request.counts.empty()) p.containers.push_back(std::move(request));
       }
     }
   }

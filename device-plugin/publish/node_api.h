@@ -2,6 +2,8 @@
 // tested without a server (KubeNodeApi is the real one). Pods come from a watch (PodCache).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,14 @@
 
 namespace phalanx::device_plugin {
 
+// A container's extended-resource requests (limits, else requests), as kubelet's device
+// manager reads them.
+struct ContainerRequest {
+  std::string name;
+  bool init = false;                    // an initContainer
+  std::map<std::string, int> counts;    // resource -> devices
+};
+
 struct PodOnNode {
   std::string uid;
   std::string ns;
@@ -21,6 +31,13 @@ struct PodOnNode {
   bool deleting = false;        // has a deletionTimestamp
   std::string devices_annotation;  // phalanx.io/devices, "" if absent
   std::vector<std::string> resources;  // extended resources its containers ask for (limits, requests)
+  // Kubelet's allocation order: initContainers, then containers, each in spec order.
+  std::vector<ContainerRequest> containers;
+  uint64_t resource_version = 0;  // metadata.resourceVersion as decoded (0 = not a decimal number)
+  // Set by PodCache: the order its watch first saw the pod on this node (the resourceVersion then,
+  // and a local sequence), which is the order kubelet's watch delivers it (admission order).
+  uint64_t arrival_rv = 0;
+  uint64_t arrival_seq = 0;
   // Attribution of GPU utilisation (docs/device-plugin.md, "Utilisation"):
   std::string gang;             // label phalanx.io/gang (or scheduling.x-k8s.io/pod-group)
   std::string job;              // label phalanx.io/job-name (the operator's TrainingJob)

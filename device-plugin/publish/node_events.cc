@@ -1,5 +1,7 @@
 #include "device-plugin/publish/node_events.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
 namespace phalanx::device_plugin {
@@ -82,6 +84,38 @@ void NodeEvents::PodEvent(const std::string& ns, const std::string& name, const 
   pod.name = name;
   pod.uid = uid;
   recorder_.Record(pod, type, reason, "MeasureUtilisation", note);
+}
+
+}  // namespace phalanx::device_plugin
+
+namespace phalanx::device_plugin {
+
+void NodeEvents::PlanMiss(const std::string& resource, const struct PlanMiss& m) {
+  const auto join = [](const std::vector<std::string>& ids) {
+    std::string out;
+    for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+    return out.empty() ? std::string("none") : out;
+  };
+  static const std::map<std::string, std::string> kWhy = {
+      {"unavailable", "planned devices are not available"},
+      {"size", "the plan names another number of devices than the container requests"},
+      {"must_include", "kubelet requires devices outside the plan"},
+      {"not_planned", "phalanx.io/devices has no plan for this container"},
+      {"kubelet_chose_other", "kubelet allocated other devices than the plan"},
+  };
+  auto why = kWhy.find(m.reason);
+  const auto slash = m.pod.find('/');
+  kube::ObjectReference pod;
+  pod.api_version = "v1";
+  pod.kind = "Pod";
+  pod.ns = m.pod.substr(0, slash);
+  pod.name = slash == std::string::npos ? m.pod : m.pod.substr(slash + 1);
+  pod.uid = m.uid;
+  recorder_.Record(pod, "Warning", "GpuPlanNotHonoured", "Allocate",
+           fmt::format("{}container {} got {} {} instead of the planned {} ({}){}", m.gang ? "gang member: " : "",
+                       m.container, resource, join(m.given), join(m.planned),
+                       why == kWhy.end() ? m.reason : why->second,
+                       m.gang ? "; the gang's topology plan is not met" : ""));
 }
 
 }  // namespace phalanx::device_plugin

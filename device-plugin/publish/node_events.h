@@ -6,7 +6,8 @@
 //                               restart or a config reload)
 //   Warning RegistrationFailed  the first failure of a resource after a success (or at start);
 //                               the retries that follow are in the log, not in Events
-// and, regarding a pod: Warning GpuIdle / Normal GpuActive (utilisation monitor).
+// and, regarding a pod: Warning GpuIdle / Normal GpuActive (utilisation monitor), Warning
+// GpuPlanNotHonoured (a container did not get the devices phalanx.io/devices planned for it).
 // The Node is referenced by name (its uid is not needed: kubelet's own node Events do the same).
 // Thread-safe.
 #pragma once
@@ -18,6 +19,7 @@
 
 #include "core/base/status.h"
 #include "core/kube/event_recorder.h"
+#include "device-plugin/plugin/admission_match.h"
 #include "device-plugin/plugin/health_table.h"
 
 namespace phalanx::device_plugin {
@@ -41,6 +43,8 @@ class NodeEvents {
   // pod's namespace.
   void PodEvent(const std::string& ns, const std::string& name, const std::string& uid, const std::string& type,
                 const std::string& reason, const std::string& note);
+  // Warning GpuPlanNotHonoured on the pod: which container, planned and given devices, why.
+  void PlanMiss(const std::string& resource, const struct PlanMiss& miss);
 
  private:
   void OnHealthChange();

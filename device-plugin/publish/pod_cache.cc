@@ -1,10 +1,21 @@
 #include "device-plugin/publish/pod_cache.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace phalanx::device_plugin {
 
 void PodCache::Put(PodOnNode pod) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string key = pod.ns + "/" + pod.name;
+  auto it = pods_.find(key);
+  if (it != pods_.end() && it->second.uid == pod.uid) {
+    pod.arrival_rv = it->second.arrival_rv;  // arrival is the first sight, not the latest update
+    pod.arrival_seq = it->second.arrival_seq;
+  } else {
+    pod.arrival_rv = pod.resource_version;
+    pod.arrival_seq = ++next_seq_;
+  }
   pods_[std::move(key)] = std::move(pod);
   PublishLocked();
 }
@@ -29,6 +40,10 @@ void PodCache::PublishLocked() {
   auto next = std::make_shared<std::vector<PodOnNode>>();
   next->reserve(pods_.size());
   for (const auto& [key, pod] : pods_) next->push_back(pod);
+  std::sort(next->begin(), next->end(), [](const PodOnNode& a, const PodOnNode& b) {
+    // Versions not numbers (0) fall back to the sequence alone.
+    return std::tie(a.arrival_rv, a.arrival_seq) < std::tie(b.arrival_rv, b.arrival_seq);
+  });
   snapshot_ = std::move(next);
   ++version_;
   cv_.notify_all();

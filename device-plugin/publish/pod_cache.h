@@ -5,6 +5,12 @@
 // version() grows with every change; WaitForChange() sleeps until it grows (or a deadline),
 // so a reader that suspects it is behind can wait for the watch instead of asking the server.
 // Synced() is false until the first complete list arrived.
+//
+// Pods() is in arrival order: the order in which the watch first showed each pod on this node
+// (its resourceVersion then, a local sequence where the version is not a number). Kubelet's own
+// watch on spec.nodeName delivers the same events in the same order, and kubelet admits pods in
+// the order they arrive, so this is kubelet's admission order (docs/device-plugin.md, "Which pod
+// kubelet is admitting").
 // Thread-safe.
 #pragma once
 
@@ -43,6 +49,7 @@ class PodCache {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::map<std::string, PodOnNode> pods_;  // "ns/name" -> pod; guarded by mu_
+  uint64_t next_seq_ = 0;                  // guarded by mu_
   Snapshot snapshot_ = std::make_shared<const std::vector<PodOnNode>>();  // guarded by mu_
   uint64_t version_ = 0;                   // guarded by mu_
   bool synced_ = false;                    // guarded by mu_

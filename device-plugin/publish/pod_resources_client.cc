@@ -36,6 +36,7 @@ Result<Allocations> PodResourcesClient::List(const std::set<std::string>& resour
         for (const auto& id : d.device_ids()) {
           out.by_device[id] = key;
           out.by_pod[key].insert(id);
+          out.by_container[key][c.name()].insert(id);
         }
       }
     }

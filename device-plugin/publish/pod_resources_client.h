@@ -23,10 +23,12 @@ struct PodKey {
   friend auto operator<=>(const PodKey&, const PodKey&) = default;
 };
 
-// device ID -> holder, and holder -> its device IDs (all our resources together).
+// device ID -> holder, and holder -> its device IDs (all our resources together), and per
+// container.
 struct Allocations {
   std::map<std::string, PodKey> by_device;
   std::map<PodKey, std::set<std::string>> by_pod;
+  std::map<PodKey, std::map<std::string, std::set<std::string>>> by_container;  // pod -> container -> IDs
 };
 
 // One device held by one container (ListHolders).

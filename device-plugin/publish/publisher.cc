@@ -9,18 +9,31 @@
 #include "device-plugin/publish/node_state.h"
 
 namespace phalanx::device_plugin {
+namespace {
 
-Result<std::vector<std::string>> ParseDevicesAnnotation(const std::string& text) {
+constexpr std::string_view kPodsNotListed = "the node's pods are not listed yet";
+
+}  // namespace
+
+Result<std::map<std::string, std::vector<std::string>>> ParseDevicePlan(const std::string& text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return InvalidArgumentError("phalanx.io/devices: expected {\"<container>\": [ids]}");
-  std::vector<std::string> out;
+  std::map<std::string, std::vector<std::string>> out;
   for (const auto& [container, ids] : j.items()) {
     if (!ids.is_array()) return InvalidArgumentError(fmt::format("phalanx.io/devices.{}: expected a list", container));
+    auto& mine = out[container];
     for (const auto& id : ids) {
       if (!id.is_string()) return InvalidArgumentError(fmt::format("phalanx.io/devices.{}: expected strings", container));
-      out.push_back(id.get<std::string>());
+      mine.push_back(id.get<std::string>());
     }
   }
+  return out;
+}
+
+Result<std::vector<std::string>> ParseDevicesAnnotation(const std::string& text) {
+  PHX_ASSIGN_OR_RETURN(auto plan, ParseDevicePlan(text));
+  std::vector<std::string> out;
+  for (const auto& [container, ids] : plan) out.insert(out.end(), ids.begin(), ids.end());
   return out;
 }
 
@@ -95,81 +108,94 @@ void Publisher::Loop() {
   }
 }
 
-std::vector<AnnotatedPod> Publisher::Annotated(const std::vector<PodOnNode>& pods, const Allocations& alloc) const {
-  std::vector<AnnotatedPod> out;
-  for (const auto& p : pods) {
-    if (p.phase != "Pending" || p.deleting || p.devices_annotation.empty()) continue;
-    if (alloc.by_pod.count(PodKey{p.ns, p.name})) continue;  // already holds devices
-    auto ids = ParseDevicesAnnotation(p.devices_annotation);
-    if (!ids.ok()) continue;
-    out.push_back(AnnotatedPod{.key = p.ns + "/" + p.name, .created = p.created, .device_ids = std::move(*ids)});
-  }
-  return out;
-}
-
-bool Publisher::AnyAdmissible(const std::vector<PodOnNode>& pods, const Allocations& alloc,
-                              const std::string& resource, const std::vector<std::string>& available) const {
-  const ResourceSpec* spec = nullptr;
-  for (const auto& r : resources_) {
-    if (r.name == resource) spec = &r;
-  }
-  const std::set<std::string> offered(available.begin(), available.end());
-  for (const auto& p : pods) {
-    if (p.deleting || !(p.phase.empty() || p.phase == "Pending")) continue;
-    if (std::find(p.resources.begin(), p.resources.end(), resource) == p.resources.end()) continue;
-    if (alloc.by_pod.count(PodKey{p.ns, p.name})) continue;
-    if (p.devices_annotation.empty() || spec == nullptr) return true;
-    auto ids = ParseDevicesAnnotation(p.devices_annotation);
-    if (!ids.ok()) return true;
-    // Annotated devices of this resource already taken: this pod was admitted before.
-    const bool taken = std::any_of(ids->begin(), ids->end(),
-                                   [&](const std::string& id) { return spec->Find(id) && !offered.count(id); });
-    if (!taken) return true;
-  }
-  return false;
-}
-
-std::vector<AnnotatedPod> Publisher::PendingPods(const std::string& resource,
-                                                 const std::vector<std::string>& available) {
+PendingPodSource::View Publisher::PendingPods(const std::string& resource) {
   std::shared_ptr<const Allocations> alloc;
   {
     std::lock_guard<std::mutex> lock(mu_);
     alloc = allocations_;
   }
-  const auto deadline = std::chrono::steady_clock::now() + options_.pod_wait;
-  for (;;) {
-    const uint64_t seen = pods_.version();
-    const PodCache::Snapshot pods = pods_.Pods();
-    if (!pods_.Synced() || AnyAdmissible(*pods, *alloc, resource, available)) return Annotated(*pods, *alloc);
-    if (std::chrono::steady_clock::now() >= deadline) {
-      PHX_LOG_DEBUG(logger_, "No pod on the node can be the one kubelet admits; the pod watch may be behind",
-                    kv("resource", resource), kv("waited_ms", options_.pod_wait.count()));
-      return Annotated(*pods, *alloc);
-    }
-    pods_.WaitForChange(seen, deadline);
+  View view;
+  view.version = pods_.version();  // before the snapshot: a change after it wakes WaitForChange
+  view.synced = pods_.Synced();
+  const PodCache::Snapshot pods = pods_.Pods();
+  const ResourceSpec* spec = nullptr;
+  for (const auto& r : resources_) {
+    if (r.name == resource) spec = &r;
   }
+  for (const auto& p : *pods) {
+    if (p.deleting || !(p.phase.empty() || p.phase == "Pending")) continue;
+    PendingPod pending{.key = p.ns + "/" + p.name, .uid = p.uid, .gang = !p.gang.empty()};
+    std::map<std::string, std::vector<std::string>> plan;
+    if (!p.devices_annotation.empty()) {
+      if (auto parsed = ParseDevicePlan(p.devices_annotation); parsed.ok()) plan = std::move(*parsed);
+    }
+    // Planned for this resource: the annotation names one of its devices (a plan in another
+    // plugin's IDs, e.g. GPU UUIDs for time-sliced replicas, is not one to miss).
+    for (const auto& [container, ids] : plan) {
+      for (const auto& id : ids) pending.annotated = pending.annotated || (spec != nullptr && spec->Find(id) != nullptr);
+    }
+    const auto held = alloc->by_container.find(PodKey{p.ns, p.name});
+    for (const auto& c : p.containers) {
+      auto count = c.counts.find(resource);
+      if (count == c.counts.end()) continue;
+      if (held != alloc->by_container.end() && spec != nullptr) {
+        auto mine = held->second.find(c.name);
+        const bool holds = mine != held->second.end() &&
+                           std::any_of(mine->second.begin(), mine->second.end(),
+                                       [&](const std::string& id) { return spec->Find(id) != nullptr; });
+        if (holds) continue;  // admitted already
+      }
+      PendingContainer pc{.name = c.name, .count = count->second};
+      if (auto it = plan.find(c.name); it != plan.end()) {
+        for (const auto& id : it->second) {
+          if (spec == nullptr || spec->Find(id) != nullptr) pc.plan.push_back(id);
+        }
+        pc.planned = !pc.plan.empty();
+      }
+      pending.containers.push_back(std::move(pc));
+    }
+    if (!pending.containers.empty()) view.pods.push_back(std::move(pending));
+  }
+  return view;
+}
+
+bool Publisher::WaitForChange(uint64_t version, std::chrono::steady_clock::time_point deadline) {
+  return pods_.WaitForChange(version, deadline);
 }
 
 void Publisher::CountMismatches(const std::vector<PodOnNode>& pods, const Allocations& alloc) {
   for (const auto& p : pods) {
     if (p.devices_annotation.empty()) continue;
-    auto it = alloc.by_pod.find(PodKey{p.ns, p.name});
-    if (it == alloc.by_pod.end()) continue;
-    auto wanted = ParseDevicesAnnotation(p.devices_annotation);
-    if (!wanted.ok()) continue;
-    std::set<std::string> mine;  // the annotated IDs this plugin advertises
-    std::string resource;        // the resource they belong to, for the metric label
-    for (const auto& id : *wanted) {
-      for (const auto& r : resources_) {
-        if (r.Find(id)) {
+    auto held = alloc.by_container.find(PodKey{p.ns, p.name});
+    if (held == alloc.by_container.end()) continue;
+    auto plan = ParseDevicePlan(p.devices_annotation);
+    if (!plan.ok()) continue;
+    bool differs = false;
+    std::string resource;  // the resource of the planned devices, for the metric label
+    for (const auto& [container, ids] : *plan) {
+      std::set<std::string> mine;  // the planned IDs this plugin advertises
+      for (const auto& id : ids) {
+        for (const auto& r : resources_) {
+          if (r.Find(id) == nullptr) continue;
           mine.insert(id);
           if (resource.empty()) resource = r.name;
         }
       }
+      if (mine.empty()) continue;  // another plugin's devices
+      std::set<std::string> got;
+      if (auto c = held->second.find(container); c != held->second.end()) {
+        for (const auto& id : c->second) {
+          for (const auto& r : resources_) {
+            if (r.Find(id) != nullptr) got.insert(id);
+          }
+        }
+      }
+      // Per container: the same devices under another container of the pod is a difference.
+      if (got != mine) differs = true;
     }
-    if (mine.empty()) continue;  // the annotation names no device of ours (another plugin's)
+    if (resource.empty()) continue;
     std::lock_guard<std::mutex> lock(mu_);
-    if (mine != it->second && mismatched_.insert(p.uid).second) {
+    if (differs && mismatched_.insert(p.uid).second) {
       PHX_LOG_WARN(logger_, "Allocation differs from phalanx.io/devices", kv("pod", p.ns + "/" + p.name));
       if (metrics_) metrics_->Inc(metrics_->annotation_mismatches, {resource});
     }
@@ -183,7 +209,7 @@ Result<std::string> Publisher::StateDocument() {
     if (!listed.ok()) return listed.status();
     *alloc = std::move(listed).value();
   }
-  if (!pods_.Synced()) return UnavailableError("the node's pods are not listed yet");
+  if (!pods_.Synced()) return UnavailableError(std::string(kPodsNotListed));
   const PodCache::Snapshot pods = pods_.Pods();
   std::map<std::string, std::string> uid_of;  // "ns/name" -> uid
   for (const auto& p : *pods) uid_of[p.ns + "/" + p.name] = p.uid;
@@ -235,6 +261,8 @@ Status Publisher::PublishOnce() {
   }
 
   const Status status = !write.ok() ? write : state.ok() ? OkStatus() : state.status();
+  // Before the pod watch's first list the state simply waits (/readyz says so); not a failure.
+  const bool waiting_for_pods = write.ok() && !state.ok() && state.status().message() == kPodsNotListed;
   std::lock_guard<std::mutex> lock(mu_);
   write_failed_ = !write.ok();
   if (write.ok() && (!send_labels.empty() || !send_topology.empty() || !send_state.empty())) {
@@ -248,7 +276,10 @@ Status Publisher::PublishOnce() {
     degraded_.clear();
   } else {
     const std::string reason = "publishing degraded: " + status.message();
-    if (degraded_ != reason) {
+    if (degraded_ != reason && waiting_for_pods) {
+      PHX_LOG_DEBUG(logger_, "Waiting for the node's pod list before publishing the GPU state",
+                    kv("node", options_.node_name));
+    } else if (degraded_ != reason) {
       PHX_LOG_WARN(logger_, "Failed to publish node GPU state, will retry", kv("node", options_.node_name),
                    kv("err", status), kv("topology_published", !written_topology_.empty()));
     }

@@ -14,12 +14,14 @@
 // unavailable or the pod list is not in yet (the state waits for both). Failures never stop
 // the daemon: DegradedReason() says why for /readyz; a failed write is retried with backoff
 // (up to `max_backoff`, sooner on a health change), a missing local source every pass.
-// Allocations that differ from the pod's phalanx.io/devices are counted once per pod.
+// Allocations that differ from the pod's phalanx.io/devices, container by container (a swap
+// between two containers of a pod is a difference), are counted once per pod.
 // Thread-safe.
 #pragma once
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -75,18 +77,15 @@ class Publisher final : public PendingPodSource {
   std::string DegradedReason() const;
   int writes() const;
 
-  // Pending, not deleting, annotated, not yet holding devices, from the PodCache (no API
-  // call). Kubelet only asks for a pod bound here that wants `resource`; when no cached pod
-  // fits that (none asks for it, or each one's annotated devices are no longer `available`,
-  // i.e. it was admitted already), the watch is behind: wait up to pod_wait for it.
-  std::vector<AnnotatedPod> PendingPods(const std::string& resource,
-                                        const std::vector<std::string>& available) override;
+  // PendingPodSource, from the PodCache (no API call): pods Pending and not deleting, in arrival
+  // order, each with its containers asking for `resource` that hold none of its devices per
+  // pod-resources, and their plans from phalanx.io/devices.
+  View PendingPods(const std::string& resource) override;
+  bool WaitForChange(uint64_t version, std::chrono::steady_clock::time_point deadline) override;
+  std::chrono::milliseconds watch_grace() const override { return options_.pod_wait; }
 
  private:
   void Loop();
-  std::vector<AnnotatedPod> Annotated(const std::vector<PodOnNode>& pods, const Allocations& alloc) const;
-  bool AnyAdmissible(const std::vector<PodOnNode>& pods, const Allocations& alloc, const std::string& resource,
-                     const std::vector<std::string>& available) const;
   void CountMismatches(const std::vector<PodOnNode>& pods, const Allocations& alloc);
   // The state document, or why it cannot be built now.
   Result<std::string> StateDocument();
@@ -118,7 +117,9 @@ class Publisher final : public PendingPodSource {
   std::thread thread_;
 };
 
-// phalanx.io/devices {"<container>":["id",...]} flattened; InvalidArgument if malformed.
+// phalanx.io/devices {"<container>":["id",...]}: container -> IDs; InvalidArgument if malformed.
+Result<std::map<std::string, std::vector<std::string>>> ParseDevicePlan(const std::string& text);
+// The same, flattened over the containers.
 Result<std::vector<std::string>> ParseDevicesAnnotation(const std::string& text);
 
 }  // namespace phalanx::device_plugin

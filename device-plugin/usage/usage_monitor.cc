@@ -98,6 +98,15 @@ void UsageMonitor::Reconcile(const PodOnNode& pod, const IdleDecision& d, const 
   if (deps_.counters && deps_.counters->idle_patches) {
     if (auto c = deps_.counters->idle_patches->WithLabels({s.ok() ? "ok" : "error"}); c.ok()) (*c)->Inc();
   }
+  if (!s.ok() && s.code() == StatusCode::kPermissionDenied) {
+    // A missing RBAC rule (a node's own identity may not patch pods): once, naming it.
+    if (!patch_refused_logged_) {
+      PHX_LOG_WARN(logger_, "Pod patches are refused (403): grant patch on pods to annotate phalanx.io/idle-since; "
+                   "logged once", kv("pod", pod.ns + "/" + pod.name), kv("err", s));
+      patch_refused_logged_ = true;
+    }
+    return;
+  }
   if (!s.ok()) {
     // Retried by the next pass's reconcile (the pod still differs).
     PHX_LOG_WARN(logger_, "Failed to patch phalanx.io/idle-since", kv("pod", pod.ns + "/" + pod.name), kv("err", s));

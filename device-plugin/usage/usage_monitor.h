@@ -86,6 +86,7 @@ class UsageMonitor {
   UsageHistory history_;          // sampling thread only
   IdleTracker tracker_;           // sampling thread only
   std::string attribution_error_; // sampling thread only: last pod-resources error, for logging once
+  bool patch_refused_logged_ = false;  // sampling thread only: a 403 on a pod patch was logged
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

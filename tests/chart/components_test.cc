@@ -221,8 +221,11 @@ TEST(DevicePluginTest, DaemonSetMountsKubeletDirectoriesWithoutPrivileges) {
     auto flags = Flags(c);
     std::map<std::string, std::string> mounts;  // mountPath -> volume
     for (const auto& m : At(c, {"volumeMounts"})) mounts[Str(m, {"mountPath"})] = Str(m, {"name"});
-    // --kubelet-dir is kubelet's root; only <kubelet-dir>/device-plugins is mounted, at the same path.
-    const std::string plugin_dir = flags["kubelet-dir"] + "/device-plugins";
+    // --kubelet-dir is kubelet's root and not mounted; --device-plugin-dir (kubelet's registration
+    // directory, which kubelet 1.26 keeps at /var/lib/kubelet/device-plugins whatever its root) is,
+    // at the same path.
+    const std::string plugin_dir = flags["device-plugin-dir"];
+    ASSERT_FALSE(plugin_dir.empty());
     ASSERT_TRUE(mounts.count(plugin_dir)) << plugin_dir;
     EXPECT_EQ(host_paths[mounts[plugin_dir]], plugin_dir);
     EXPECT_FALSE(mounts.count(flags["kubelet-dir"])) << "kubelet's whole root must not be mounted";

@@ -104,5 +104,24 @@ TEST(RbacTest, OperatorWatchingOneNamespaceGetsNoClusterWideWorkloadRights) {
   EXPECT_FALSE(Allows(g, "update", "coordination.k8s.io", "leases", kNamespace, "phalanx-extender"));
 }
 
+// The device plugin's roles split by what a node's own identity may do (issue 24 §4): with
+// devicePlugin.rbac.podWrites=false only patch on nodes and list/watch on pods remain; Events and
+// pod patches come with the second role (the default).
+TEST(RbacTest, DevicePluginNodeScopedRoleStandsAlone) {
+  const Rendering& r = Render({"--set", "devicePlugin.rbac.podWrites=false"});
+  ASSERT_RENDERED(r);
+  auto node_only = GrantsFor(r, kNamespace, Full("device-plugin")).grants;
+  EXPECT_TRUE(Allows(node_only, "patch", "", "nodes", "", ""));
+  EXPECT_TRUE(Allows(node_only, "list", "", "pods", "", ""));
+  EXPECT_TRUE(Allows(node_only, "watch", "", "pods", "", ""));
+  EXPECT_FALSE(Allows(node_only, "patch", "", "pods", "", ""));
+  EXPECT_FALSE(Allows(node_only, "create", "events.k8s.io", "events", "default", ""));
+  const Rendering& d = RenderDefault();
+  ASSERT_RENDERED(d);
+  auto all = GrantsFor(d, kNamespace, Full("device-plugin")).grants;
+  EXPECT_TRUE(Allows(all, "patch", "", "pods", "", ""));
+  EXPECT_TRUE(Allows(all, "create", "events.k8s.io", "events", "default", ""));
+}
+
 }  // namespace
 }  // namespace phalanx::chart_test

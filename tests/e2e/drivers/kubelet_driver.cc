@@ -75,7 +75,16 @@ void KubeletDriver::SyncOnce() {
   auto pods = client_.List(kPods, "", list);
   if (!pods.ok()) return Error("list pods: " + pods.status().message());
   std::set<std::string> seen;
-  for (const auto& pod : (*pods)["items"]) {
+  // Kubelet admits pods in the order they arrived (its watch's order, i.e. the Bindings' commit
+  // order); a pod not modified since its Binding still has that Binding's resourceVersion.
+  std::vector<Json> items((*pods)["items"].begin(), (*pods)["items"].end());
+  const auto version = [](const Json& pod) {
+    const std::string rv = Str(pod, "metadata", "resourceVersion");
+    return rv.empty() || rv.find_first_not_of("0123456789") != std::string::npos || rv.size() > 18 ? 0ull
+                                                                                                   : std::stoull(rv);
+  };
+  std::stable_sort(items.begin(), items.end(), [&](const Json& a, const Json& b) { return version(a) < version(b); });
+  for (const auto& pod : items) {
     const std::string uid = Uid(pod);
     seen.insert(uid);
     bool known = false, terminated = false;

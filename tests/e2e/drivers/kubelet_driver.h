@@ -1,7 +1,8 @@
 // KubeletDriver: plays one node's kubelet for the end-to-end tests, against the real device
 // plugin process registered with that node's FakeKubelet (tests/fakes/kubelet).
 //
-// For each pod bound to the node it does what kubelet's device manager and pod workers do:
+// For each pod bound to the node, in arrival order (the Bindings' resourceVersion order, as
+// kubelet's watch delivers them), it does what kubelet's device manager and pod workers do:
 //  - admission: GetPreferredAllocation (when the plugin offers it) over the healthy devices no
 //    other pod holds, then Allocate with the chosen IDs; the pod appears in pod-resources; the
 //    pod turns Running (containerStatuses running, Ready). Not enough healthy devices: the pod

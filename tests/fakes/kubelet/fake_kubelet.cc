@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@ namespace phalanx::fake_kubelet {
 namespace {
 
 constexpr const char* kSocketName = "kubelet.sock";
+constexpr const char* kCheckpointName = "kubelet_internal_checkpoint";
 
 bool IsDnsSubdomain(const std::string& s) {
   if (s.empty() || s.size() > 253) return false;
@@ -66,6 +68,7 @@ class FakeKubelet::RegistrationService final : public v1beta1::Registration::Ser
 Result<std::unique_ptr<FakeKubelet>> FakeKubelet::Start(const std::string& kubelet_dir,
                                                         FakeKubeletOptions options) {
   std::unique_ptr<FakeKubelet> kubelet(new FakeKubelet(kubelet_dir, options));
+  PHX_RETURN_IF_ERROR(kubelet->CleanPluginDir());
   PHX_RETURN_IF_ERROR(kubelet->StartServers());
   return kubelet;
 }
@@ -73,6 +76,7 @@ Result<std::unique_ptr<FakeKubelet>> FakeKubelet::Start(const std::string& kubel
 FakeKubelet::FakeKubelet(std::string kubelet_dir, FakeKubeletOptions options)
     : kubelet_dir_(std::move(kubelet_dir)), options_(options) {
   service_ = std::make_unique<RegistrationService>(*this);
+  devices_ = std::make_unique<DeviceManager>(*this);
 }
 
 FakeKubelet::~FakeKubelet() { StopServers(); }
@@ -85,6 +89,20 @@ std::string FakeKubelet::pod_resources_socket() const {
   return kubelet_dir_ + "/pod-resources/" + kSocketName;
 }
 FakePodResources& FakeKubelet::pod_resources() { return *pod_resources_; }
+std::string FakeKubelet::checkpoint_path() const { return device_plugin_dir() + "/" + kCheckpointName; }
+
+// devicemanager.ManagerImpl.removeContents: every entry but the checkpoint and directories.
+Status FakeKubelet::CleanPluginDir() {
+  std::error_code ec;
+  std::filesystem::create_directories(device_plugin_dir(), ec);
+  if (ec) return InternalError(fmt::format("cannot create {}: {}", device_plugin_dir(), ec.message()));
+  for (const auto& entry : std::filesystem::directory_iterator(device_plugin_dir(), ec)) {
+    if (entry.path().filename() == kCheckpointName || entry.is_directory()) continue;
+    std::filesystem::remove(entry.path(), ec);
+  }
+  std::ofstream(checkpoint_path()) << R"({"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":0})";
+  return OkStatus();
+}
 
 Status FakeKubelet::StartServers() {
   std::error_code ec;
@@ -123,17 +141,19 @@ Status FakeKubelet::Restart(RestartMode mode) {
   StopServers();
   std::error_code ec;
   if (mode == RestartMode::kWipeDirectory) {
-    std::filesystem::remove_all(device_plugin_dir(), ec);
+    PHX_RETURN_IF_ERROR(CleanPluginDir());
   } else {
     std::filesystem::remove(registration_socket(), ec);
+    if (ec) return InternalError(fmt::format("cannot remove {}: {}", registration_socket(), ec.message()));
   }
-  if (ec) return InternalError(fmt::format("cannot remove {}: {}", device_plugin_dir(), ec.message()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++generation_;
     accepted_since_restart_ = 0;
   }
-  return StartServers();
+  PHX_RETURN_IF_ERROR(StartServers());
+  devices_->Republish();
+  return OkStatus();
 }
 
 grpc::Status FakeKubelet::HandleRegister(const v1beta1::RegisterRequest& request) {

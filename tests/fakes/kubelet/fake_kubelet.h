@@ -12,10 +12,16 @@
 // ListAndWatch. A second registration of a resource replaces (and disconnects) the first.
 // Every request is recorded, accepted or not.
 //
-// Restart() is a kubelet restart: both servers stop, the device-plugins directory is
-// deleted with every socket in it (kubelet cleans it on start), recreated, and served
-// again; plugin connections are dropped. Plugins notice by their socket vanishing or
-// kubelet.sock being recreated, and must register again.
+// Start() and Restart() clean device-plugins/ as kubelet's device manager does on start: every
+// file in it except its checkpoint (kubelet_internal_checkpoint, written then) is deleted —
+// plugins' sockets and anything else kept there (a lock file); directories stay.
+// Restart() is a kubelet restart: both servers stop, the directory is cleaned, and both are
+// served again; plugin connections are dropped. Plugins notice by their socket vanishing or
+// kubelet.sock being recreated, and must register again. Admitted pods keep their devices
+// (the checkpoint) and stay in pod-resources.
+//
+// devices(): kubelet's admission of pods (DeviceManager, device_manager.h): one at a time,
+// GetPreferredAllocation then Allocate per container.
 //
 // Thread-safety: all methods are thread-safe. Plugin() pointers stay valid until the next
 // Restart(), re-registration of that resource, or destruction.
@@ -34,6 +40,7 @@
 
 #include "core/base/result.h"
 #include "proto/deviceplugin/v1beta1/api.grpc.pb.h"
+#include "tests/fakes/kubelet/device_manager.h"
 #include "tests/fakes/kubelet/device_plugin_client.h"
 #include "tests/fakes/kubelet/fake_pod_resources.h"
 
@@ -67,6 +74,8 @@ class FakeKubelet {
   std::string registration_socket() const;   // <kubelet_dir>/device-plugins/kubelet.sock
   std::string pod_resources_socket() const;  // <kubelet_dir>/pod-resources/kubelet.sock
   FakePodResources& pod_resources();
+  DeviceManager& devices() { return *devices_; }
+  std::string checkpoint_path() const;       // <kubelet_dir>/device-plugins/kubelet_internal_checkpoint
 
   std::vector<Registration> registrations() const;
   int generation() const;  // Restart() calls so far
@@ -77,7 +86,7 @@ class FakeKubelet {
   DevicePluginClient* Plugin(const std::string& resource_name) const;
 
   enum class RestartMode {
-    kWipeDirectory,        // kubelet's behaviour: every socket in device-plugins/ is deleted
+    kWipeDirectory,        // kubelet's behaviour: every file in device-plugins/ but the checkpoint is deleted
     kRecreateSocketOnly,   // only kubelet.sock is deleted and recreated (plugin sockets stay)
   };
   // Simulates a kubelet restart (see the file comment).
@@ -87,6 +96,7 @@ class FakeKubelet {
   class RegistrationService;
   FakeKubelet(std::string kubelet_dir, FakeKubeletOptions options);
   Status StartServers();
+  Status CleanPluginDir();  // kubelet's start: every file but the checkpoint
   void StopServers();
   // Called by the Registration service; returns what Register answers.
   grpc::Status HandleRegister(const v1beta1::RegisterRequest& request);
@@ -96,6 +106,7 @@ class FakeKubelet {
   std::unique_ptr<RegistrationService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<FakePodResources> pod_resources_;
+  std::unique_ptr<DeviceManager> devices_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

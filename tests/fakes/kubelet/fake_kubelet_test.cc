@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -175,6 +176,56 @@ TEST_F(FakeKubeletTest, RestartDeletesSocketsAndAcceptsReRegistration) {
   auto registrations = kubelet_->registrations();
   ASSERT_EQ(registrations.size(), 2u);
   EXPECT_EQ(registrations[1].generation, 1);
+}
+
+// Kubelet's device manager on start: every file in device-plugins/ but its checkpoint goes
+// (sockets, a lock file kept there), directories stay.
+TEST_F(FakeKubeletTest, StartAndRestartCleanEveryFileButTheCheckpoint) {
+  const std::string plugins = dir_ + "/device-plugins";
+  std::filesystem::create_directories(plugins + "/sub");
+  std::ofstream(plugins + "/phalanx-device-plugin.lock") << "";
+  StartKubelet();
+  EXPECT_FALSE(std::filesystem::exists(plugins + "/phalanx-device-plugin.lock"));
+  EXPECT_TRUE(std::filesystem::is_directory(plugins + "/sub"));
+  EXPECT_TRUE(std::filesystem::exists(kubelet_->checkpoint_path()));
+  std::ofstream(plugins + "/other.lock") << "";
+  ASSERT_TRUE(kubelet_->Restart().ok());
+  EXPECT_FALSE(std::filesystem::exists(plugins + "/other.lock"));
+  EXPECT_TRUE(std::filesystem::exists(kubelet_->checkpoint_path()));
+  EXPECT_TRUE(std::filesystem::exists(kubelet_->registration_socket()));
+}
+
+// Kubelet's admission: one pod at a time; per container (init containers first)
+// GetPreferredAllocation over the free healthy devices, then Allocate of the preferred ones;
+// the pod in pod-resources; too few devices rejects it and frees what it had.
+TEST_F(FakeKubeletTest, DeviceManagerAdmitsContainerByContainerLikeKubelet) {
+  StartKubelet();
+  StartPlugin({MakeDevice("GPU-a", "Healthy", 0), MakeDevice("GPU-b", "Healthy", 0), MakeDevice("GPU-c", "Unhealthy", 0)});
+  ASSERT_TRUE(plugin_->Register(kubelet_->registration_socket(), "v1beta1", kResource).ok());
+  ASSERT_TRUE(kubelet_->Plugin(kResource)->WaitForDevices([](const auto& d) { return d.size() == 3; }, kDeadline));
+  PodSpec pod{.ns = "ml", .name = "p", .uid = "u1",
+              .containers = {{.name = "main", .requests = {{kResource, 1}}},
+                             {.name = "setup", .init = true, .requests = {{kResource, 1}}},
+                             {.name = "cpu-only"}}};
+  auto admitted = kubelet_->devices().Admit(pod);
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  std::vector<std::string> seq;
+  for (const auto& c : kubelet_->devices().calls()) seq.push_back(c.container + ":" + c.method);
+  EXPECT_EQ(seq, (std::vector<std::string>{"setup:GetPreferredAllocation", "setup:Allocate",
+                                           "main:GetPreferredAllocation", "main:Allocate"}));
+  EXPECT_EQ(admitted->devices["setup"][kResource], std::vector<std::string>{"GPU-a"});
+  EXPECT_EQ(admitted->devices["main"][kResource], std::vector<std::string>{"GPU-b"});
+  EXPECT_EQ(admitted->responses["main"].envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-b");
+  // No healthy device left: rejected, nothing kept.
+  auto rejected = kubelet_->devices().Admit({.ns = "ml", .name = "q", .uid = "u2",
+                                             .containers = {{.name = "main", .requests = {{kResource, 1}}}}});
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("UnexpectedAdmissionError"), std::string::npos);
+  EXPECT_EQ(kubelet_->devices().admitted().size(), 1u);
+  kubelet_->devices().Release("u1");
+  EXPECT_TRUE(kubelet_->devices().Admit({.ns = "ml", .name = "q", .uid = "u2",
+                                         .containers = {{.name = "main", .requests = {{kResource, 2}}}}})
+                  .ok());
 }
 
 TEST_F(FakeKubeletTest, StoppedPluginEndsTheStream) {

@@ -122,6 +122,25 @@ TEST(LedgerTest, RealDevicesWinOverAssumptions) {
   EXPECT_EQ(l.state().FreeGpus(), 5);  // GPU 6 is unhealthy
 }
 
+// After a kubelet restart a node may briefly report allocatable 0 (kubelet's first status before
+// the device plugin registered again, issue 24 §4). The plugin's topology annotation, not
+// allocatable, sizes the node: nothing is uncharged, nothing becomes free or is re-planned.
+TEST(LedgerTest, AllocatableZeroAfterAKubeletRestartChangesNothingOnATopologyNode) {
+  Ledger l(DefaultConfig().topology_levels);
+  NodeInfo n = DgxNode("n");
+  n.allocatable_gpus = 8;
+  ASSERT_TRUE(l.UpsertNode(n).ok());
+  l.UpsertPod(GpuPod("p", 3, 0, "n"), {});
+  const auto held = l.FindPod(PodUid("uid-p"))->gpus;
+  ASSERT_EQ(l.state().FreeGpus(), 5);
+  n.allocatable_gpus = 0;
+  ASSERT_TRUE(l.UpsertNode(n).ok());
+  EXPECT_EQ(l.state().FreeGpus(), 5);
+  EXPECT_EQ(l.FindPod(PodUid("uid-p"))->gpus, held);
+  EXPECT_EQ(l.FindPod(PodUid("uid-p"))->holding, Holding::kAssumed);
+  ASSERT_TRUE(l.state().CheckInvariantsForTest().ok());
+}
+
 TEST(LedgerTest, RebuildsTheSameLedgerWhateverTheEventOrder) {
   std::vector<NodeInfo> nodes = {DgxNode("a"), DgxNode("b"), PlainNode("c", 4)};
   std::vector<PodInfo> pods;

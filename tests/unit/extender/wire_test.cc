@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "extender/k8s_objects.h"
 #include "extender/wire.h"
 
 namespace phalanx::extender {
@@ -130,6 +131,32 @@ TEST(WireTest, BindArgsNeedNameNamespaceAndNode) {
   EXPECT_NE(std::string(missing.status().message()).find("Node"), std::string::npos);
   EXPECT_FALSE(ParseBindArgs(R"({"PodName":5})").ok());
   EXPECT_EQ(EncodeBindResult("x\"y"), R"({"Error":"x\"y"})");
+}
+
+}  // namespace
+}  // namespace phalanx::extender
+
+namespace phalanx::extender {
+namespace {
+
+// phalanx.io/devices per container: kubelet allocates container by container, so a pod with
+// GPUs in two containers gets each one's devices under its own name (issue 24 §2; before, every
+// device went under the first GPU container).
+TEST(DeviceAssignmentTest, SplitsThePodsGpusOverItsGpuContainers) {
+  auto doc = json::Parse(R"({"metadata":{"name":"p","namespace":"ns","uid":"u1"},"spec":{"containers":[
+      {"name":"c1","resources":{"limits":{"nvidia.com/gpu":"1"}}},
+      {"name":"side"},
+      {"name":"c2","resources":{"limits":{"nvidia.com/gpu":"2"}}}]}})");
+  ASSERT_TRUE(doc.ok());
+  auto pod = ParsePod(*doc);
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  EXPECT_EQ(pod->gpus, 3);
+  const DeviceAssignment got = AssignGpusToContainers(*pod, {"GPU-a", "GPU-b", "GPU-c"});
+  EXPECT_EQ(got, (DeviceAssignment{{"c1", {"GPU-a"}}, {"c2", {"GPU-b", "GPU-c"}}}));
+  EXPECT_EQ(EncodeDeviceAssignment(got), R"({"c1":["GPU-a"],"c2":["GPU-b","GPU-c"]})");
+  EXPECT_TRUE(AssignGpusToContainers(*pod, {}).empty());
+  PodInfo unnamed;  // built in code (tests, old records): the first GPU container's name or "main"
+  EXPECT_EQ(AssignGpusToContainers(unnamed, {"GPU-a"}), (DeviceAssignment{{"main", {"GPU-a"}}}));
 }
 
 }  // namespace

@@ -82,28 +82,24 @@ TEST(PreferredNvSwitchTest, TakesTheFragmentAndKeepsTheWholeIslandFree) {
   for (int p : Positions(spec, c->device_ids)) EXPECT_LT(p, 8) << "split island B";
 }
 
-TEST_F(PreferredTest, AnnotatedChoiceOfOldestMatchingPodWins) {
+// Without a plan the choice stays off the devices planned for other pending pods while enough
+// others remain, and uses them only when it must.
+TEST_F(PreferredTest, TopologyChoiceAvoidsDevicesPlannedForOthers) {
   auto ids = AllIds(gpus_);
-  std::vector<AnnotatedPod> pods = {
-      {.key = "ml/new", .created = SystemTime(std::chrono::seconds(200)), .device_ids = {ids[1], ids[6]}},
-      {.key = "ml/old", .created = SystemTime(std::chrono::seconds(100)), .device_ids = {ids[3], ids[4]}},
-      {.key = "ml/wrong-size", .created = SystemTime(std::chrono::seconds(1)), .device_ids = {ids[0]}},
-      {.key = "ml/taken", .created = SystemTime(std::chrono::seconds(2)), .device_ids = {ids[7], "GPU-other"}},
-  };
-  std::vector<std::string> available(ids.begin(), ids.begin() + 7);  // GPU 7 is in use
-  auto c = ChoosePreferred(gpus_, bw_, {.available = available, .must_include = {}, .size = 2}, pods);
+  const std::set<std::string> planned = {ids[0], ids[1], ids[2], ids[3]};
+  auto c = ChoosePreferred(gpus_, bw_, {.available = ids, .must_include = {}, .size = 2}, planned);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->source, PreferredSource::kAnnotation);
-  EXPECT_EQ(c->pod, "ml/old");
-  EXPECT_EQ(c->device_ids, (std::vector<std::string>{ids[3], ids[4]}));
-  // must_include that the old pod lacks -> the newer pod.
-  c = ChoosePreferred(gpus_, bw_, {.available = available, .must_include = {ids[6]}, .size = 2}, pods);
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->pod, "ml/new");
-  // Nothing matches -> topology.
-  c = ChoosePreferred(gpus_, bw_, {.available = available, .must_include = {}, .size = 3}, pods);
-  ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->source, PreferredSource::kTopology);
+  for (const auto& id : c->device_ids) EXPECT_FALSE(planned.count(id)) << id;
+  EXPECT_EQ(Positions(gpus_, c->device_ids).size(), 2u);
+  // must-include inside the planned set is still honoured.
+  c = ChoosePreferred(gpus_, bw_, {.available = ids, .must_include = {ids[1]}, .size = 2}, planned);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(std::find(c->device_ids.begin(), c->device_ids.end(), ids[1]), c->device_ids.end());
+  // Not enough unplanned devices: planned ones are used rather than failing kubelet.
+  c = ChoosePreferred(gpus_, bw_, {.available = {ids[0], ids[1], ids[4]}, .must_include = {}, .size = 2}, planned);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->device_ids.size(), 2u);
 }
 
 TEST_F(PreferredTest, RejectsBadRequests) {

@@ -103,7 +103,7 @@ TEST(NodeStateTest, PatchTouchesOnlyOurKeys) {
 
 TEST(DecodePodTest, ReadsWhatThePublisherNeeds) {
   auto p = DecodePod(json::parse(R"({"metadata":{"uid":"u1","namespace":"ml","name":"w0",
-      "creationTimestamp":"2026-11-22T09:11:01Z","deletionTimestamp":"2026-11-22T09:12:00Z",
+      "creationTimestamp":"2026-11-22T09:11:01Z","resourceVersion":"4711","deletionTimestamp":"2026-11-22T09:12:00Z",
       "annotations":{"phalanx.io/devices":"{\"c\":[\"GPU-a\"]}"}},
     "spec":{"initContainers":[{"name":"i","resources":{"requests":{"cpu":"1"}}}],
             "containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"},"requests":{"nvidia.com/gpu":"2"}}}]},
@@ -111,10 +111,16 @@ TEST(DecodePodTest, ReadsWhatThePublisherNeeds) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->uid, "u1");
   EXPECT_EQ(p->ns, "ml");
+  EXPECT_EQ(p->resource_version, 4711u);
   EXPECT_TRUE(p->deleting);
   EXPECT_EQ(p->phase, "Pending");
   EXPECT_EQ(p->devices_annotation, R"({"c":["GPU-a"]})");
   EXPECT_EQ(p->resources, (std::vector<std::string>{"cpu", "nvidia.com/gpu"}));
+  ASSERT_EQ(p->containers.size(), 2u);  // kubelet's order: the init container first
+  EXPECT_TRUE(p->containers[0].init);
+  EXPECT_EQ(p->containers[0].counts.at("cpu"), 1);
+  EXPECT_EQ(p->containers[1].name, "c");
+  EXPECT_EQ(p->containers[1].counts.at("nvidia.com/gpu"), 2);
   EXPECT_FALSE(DecodePod(json::parse(R"({"metadata":{"name":"x"}})")).ok());
 }
 
@@ -286,62 +292,85 @@ TEST_F(PublisherTest, HealthChangeIsPublishedButAtMostOncePerInterval) {
   p.Stop();
 }
 
-TEST_F(PublisherTest, PendingPodsAreAnnotatedPendingAndNotYetAllocated) {
+ContainerRequest Gpus(std::string name, int n) { return {.name = std::move(name), .counts = {{"nvidia.com/gpu", n}}}; }
+
+// Kubelet's candidates: Pending, not deleting, in arrival order, each with its containers that
+// ask for the resource and hold none of its devices, and their plans container by container.
+TEST_F(PublisherTest, PendingPodsAreInArrivalOrderWithUnservedContainersAndTheirPlans) {
   auto& p = Make();
   SetPods({
-      PodOnNode{.uid = "1", .ns = "ml", .name = "a", .phase = "Pending", .devices_annotation = R"({"c":["GPU-x"]})"},
-      PodOnNode{.uid = "2", .ns = "ml", .name = "b", .phase = "Running", .devices_annotation = R"({"c":["GPU-y"]})"},
-      PodOnNode{.uid = "3", .ns = "ml", .name = "c", .phase = "Pending", .deleting = true,
-                .devices_annotation = R"({"c":["GPU-z"]})"},
-      PodOnNode{.uid = "4", .ns = "ml", .name = "d", .phase = "Pending"},
-      PodOnNode{.uid = "5", .ns = "ml", .name = "e", .phase = "Pending", .devices_annotation = R"({"c":["GPU-w"]})"},
+      // Arrives first although its name sorts last.
+      PodOnNode{.uid = "z", .ns = "ml", .name = "z", .phase = "Pending",
+                .devices_annotation = json{{"c1", {Gpu(3)}}, {"c2", {Gpu(1)}}}.dump(),
+                .containers = {Gpus("c1", 1), {.name = "sidecar"}, Gpus("c2", 1)}, .resource_version = 7},
+      PodOnNode{.uid = "a", .ns = "ml", .name = "a", .phase = "Pending",
+                .devices_annotation = json{{"main", {Gpu(0)}}}.dump(), .containers = {Gpus("main", 1)},
+                .resource_version = 9},
+      PodOnNode{.uid = "r", .ns = "ml", .name = "running", .phase = "Running", .containers = {Gpus("main", 1)}},
+      PodOnNode{.uid = "d", .ns = "ml", .name = "deleting", .phase = "Pending", .deleting = true,
+                .containers = {Gpus("main", 1)}},
+      PodOnNode{.uid = "n", .ns = "ml", .name = "no-plan", .phase = "Pending", .containers = {Gpus("main", 2)},
+                .resource_version = 11},
   });
-  fake_pr_->SetPods({fake_kubelet::FakePodResources::MakePod("ml", "e", "c", "nvidia.com/gpu", {Gpu(0)})});
+  // Kubelet allocated z's first container already.
+  fake_pr_->SetPods({fake_kubelet::FakePodResources::MakePod("ml", "z", "c1", "nvidia.com/gpu", {Gpu(3)})});
   ASSERT_TRUE(p.PublishOnce().ok());
-  auto pending = p.PendingPods("nvidia.com/gpu", AllGpus());
-  ASSERT_EQ(pending.size(), 1u);
-  EXPECT_EQ(pending[0].key, "ml/a");
-  EXPECT_EQ(pending[0].device_ids, std::vector<std::string>{"GPU-x"});
+  auto view = p.PendingPods("nvidia.com/gpu");
+  EXPECT_TRUE(view.synced);
+  ASSERT_EQ(view.pods.size(), 3u);
+  EXPECT_EQ(view.pods[0].key, "ml/z");
+  ASSERT_EQ(view.pods[0].containers.size(), 1u);
+  EXPECT_EQ(view.pods[0].containers[0].name, "c2");
+  EXPECT_TRUE(view.pods[0].containers[0].planned);
+  EXPECT_EQ(view.pods[0].containers[0].plan, std::vector<std::string>{Gpu(1)});
+  EXPECT_EQ(view.pods[1].key, "ml/a");
+  EXPECT_EQ(view.pods[2].key, "ml/no-plan");
+  EXPECT_FALSE(view.pods[2].annotated);
+  EXPECT_EQ(view.pods[2].containers[0].count, 2);
+  EXPECT_FALSE(view.pods[2].containers[0].planned);
+  EXPECT_TRUE(p.PendingPods("example.com/fpga").pods.empty());
   // From the cache: the API server is never asked, even when it is down.
   api_.fail = UnavailableError("down");
-  EXPECT_EQ(p.PendingPods("nvidia.com/gpu", AllGpus()).size(), 1u);
+  EXPECT_EQ(p.PendingPods("nvidia.com/gpu").pods.size(), 3u);
   EXPECT_TRUE(api_.patches.size() == 1u);
 }
 
-// Kubelet admits a pod the watch has not delivered yet: PendingPods waits for it (bounded)
-// instead of answering from a view that cannot contain the pod being admitted.
-TEST_F(PublisherTest, PendingPodsWaitsForTheWatchOnlyWhenNoCachedPodCanBeAdmitted) {
+// The pod cache orders by the version at which the watch first saw each pod, not by name or
+// creation time, and an update does not move a pod.
+TEST(PodCacheTest, KeepsArrivalOrder) {
+  PodCache cache;
+  cache.Put(PodOnNode{.uid = "2", .ns = "ml", .name = "b", .resource_version = 20});
+  cache.Put(PodOnNode{.uid = "1", .ns = "ml", .name = "a", .resource_version = 21});
+  cache.Put(PodOnNode{.uid = "2", .ns = "ml", .name = "b", .phase = "Running", .resource_version = 30});
+  auto pods = cache.Pods();
+  ASSERT_EQ(pods->size(), 2u);
+  EXPECT_EQ((*pods)[0].name, "b");
+  EXPECT_EQ((*pods)[0].phase, "Running");
+  EXPECT_EQ((*pods)[1].name, "a");
+  // A new pod under an old name (new uid) arrives anew.
+  cache.Put(PodOnNode{.uid = "3", .ns = "ml", .name = "b", .resource_version = 40});
+  EXPECT_EQ((*cache.Pods())[1].uid, "3");
+}
+
+// Kubelet admits a pod the watch has not delivered yet: WaitForChange wakes when it arrives,
+// and returns false at the deadline.
+TEST_F(PublisherTest, WaitForChangeWakesOnTheWatchOrAtTheDeadline) {
   auto& p = Make();
-  const std::string a_devices = json{{"main", {Gpu(0)}}}.dump(), b_devices = json{{"main", {Gpu(1)}}}.dump();
-  // "a" was admitted already: its device is not offered any more.
-  SetPods({PodOnNode{.uid = "a", .ns = "ml", .name = "a", .phase = "Pending", .devices_annotation = a_devices}});
-  const std::vector<std::string> offered = {Gpu(1), Gpu(2), Gpu(3)};
+  const auto view = p.PendingPods("nvidia.com/gpu");
   const auto start = std::chrono::steady_clock::now();
   std::thread watch([&] {
     std::this_thread::sleep_for(50ms);
-    SetPods({PodOnNode{.uid = "b", .ns = "ml", .name = "b", .phase = "Pending", .devices_annotation = b_devices}});
+    SetPods({PodOnNode{.uid = "b", .ns = "ml", .name = "b", .phase = "Pending", .containers = {Gpus("main", 1)}}});
   });
-  auto pending = p.PendingPods("nvidia.com/gpu", offered);
+  EXPECT_TRUE(p.WaitForChange(view.version, start + 5s));
   const auto waited = std::chrono::steady_clock::now() - start;
   watch.join();
   EXPECT_GE(waited, 40ms);
-  EXPECT_LT(waited, 300ms);  // answered when "b" arrived, not at the deadline
-  ASSERT_EQ(pending.size(), 2u);
-
-  // With "b" cached (it can be the one asking), no wait at all.
-  const auto again = std::chrono::steady_clock::now();
-  EXPECT_EQ(p.PendingPods("nvidia.com/gpu", offered).size(), 2u);
-  EXPECT_LT(std::chrono::steady_clock::now() - again, 100ms);
-
-  // A pod for another resource cannot be the one asking: the wait runs to pod_wait.
-  PodCache other;
-  other.SetSynced();
-  other.Put(PodOnNode{.uid = "c", .ns = "ml", .name = "c", .phase = "Pending", .resources = {"example.com/fpga"}});
-  Publisher q(PublisherOptions{.node_name = "node-1", .pod_wait = 200ms}, api_, other, client_.get(), node_, false,
-              resources_, health_, nullptr, log::MakeLogger("test"));
-  const auto bounded = std::chrono::steady_clock::now();
-  EXPECT_TRUE(q.PendingPods("nvidia.com/gpu", offered).empty());
-  EXPECT_GE(std::chrono::steady_clock::now() - bounded, 190ms);
+  EXPECT_LT(waited, 3s);
+  const auto next = p.PendingPods("nvidia.com/gpu");
+  EXPECT_EQ(next.pods.size(), 1u);
+  EXPECT_FALSE(p.WaitForChange(next.version, std::chrono::steady_clock::now() + 50ms));
+  EXPECT_EQ(p.watch_grace(), 300ms);
 }
 
 // The extender's choice (phalanx.io/devices) is only a preference: kubelet may allocate
@@ -378,6 +407,26 @@ TEST_F(PublisherTest, AllocationsThatDifferFromTheAnnotationAreCountedOncePerPod
   ASSERT_TRUE(p.PublishOnce().ok());
   text = registry.Expose();
   EXPECT_NE(text.find(series + " 2"), std::string::npos) << text;
+  // Per container: the planned devices swapped between two containers is a difference.
+  SetPods({PodOnNode{.uid = "u-swap", .ns = "ml", .name = "swap", .phase = "Running",
+                     .devices_annotation = json{{"c1", {Gpu(0)}}, {"c2", {Gpu(1)}}}.dump()}});
+  v1::PodResources swapped = fake_kubelet::FakePodResources::MakePod("ml", "swap", "c1", "nvidia.com/gpu", {Gpu(1)});
+  *swapped.add_containers() =
+      fake_kubelet::FakePodResources::MakePod("ml", "swap", "c2", "nvidia.com/gpu", {Gpu(0)}).containers(0);
+  fake_pr_->SetPods({swapped});
+  ASSERT_TRUE(p.PublishOnce().ok());
+  text = registry.Expose();
+  EXPECT_NE(text.find(series + " 3"), std::string::npos) << text;
+  // Each container with its own plan: no difference.
+  SetPods({PodOnNode{.uid = "u-right", .ns = "ml", .name = "right", .phase = "Running",
+                     .devices_annotation = json{{"c1", {Gpu(2)}}, {"c2", {Gpu(3)}}}.dump()}});
+  v1::PodResources right = fake_kubelet::FakePodResources::MakePod("ml", "right", "c1", "nvidia.com/gpu", {Gpu(2)});
+  *right.add_containers() =
+      fake_kubelet::FakePodResources::MakePod("ml", "right", "c2", "nvidia.com/gpu", {Gpu(3)}).containers(0);
+  fake_pr_->SetPods({right});
+  ASSERT_TRUE(p.PublishOnce().ok());
+  text = registry.Expose();
+  EXPECT_NE(text.find(series + " 3"), std::string::npos) << text;
 }
 
 }  // namespace
