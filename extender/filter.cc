@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -75,7 +74,8 @@ std::vector<placement::NodeIndex> ResolveNames(const placement::ClusterState& st
 
 // Starts loading the node the loop will judge `kAhead` candidates from now.
 constexpr size_t kAhead = 4;
-void PrefetchNode(const placement::ClusterState& state, const std::vector<placement::NodeIndex>& nodes, size_t i) {
+void PrefetchNode(const placement::ClusterState& state, const std::vector<placement::NodeIndex>& nodes,
+                  size_t i) {
   if (i + kAhead >= nodes.size() || nodes[i + kAhead] < 0) return;
   const char* node = reinterpret_cast<const char*>(&state.node(nodes[i + kAhead]));
   for (size_t line = 0; line < sizeof(placement::NodeState); line += 64) __builtin_prefetch(node + line);
@@ -203,15 +203,22 @@ FilterResult Extender::Filter(const FilterArgs& args) {
     if (out.empty()) out.reserve(args.node_names.size() - i);  // a full cluster fails them all: no regrowth
     out.emplace_back(name, *why);
   }
+  // The summary keeps each node's numbers: the distinct answers, formatted once each, under
+  // the lock (a Feasibility views its node's pool name in the ledger).
+  std::vector<std::string> texts;
+  if (r.passed.empty()) {
+    texts.reserve(distinct.size());
+    for (const Distinct& d : distinct) texts.push_back(placement::FormatFeasibility(d.feasibility, kGpuResource));
+  }
   lock.unlock();
   if (r.passed.empty()) {
-    // The summary keeps each node's numbers: the distinct answers, formatted once each.
-    std::vector<std::string> texts;
-    texts.reserve(distinct.size());
     std::vector<std::pair<std::string_view, int>> counts;
-    for (const Distinct& d : distinct) counts.emplace_back(texts.emplace_back(placement::FormatFeasibility(d.feasibility, kGpuResource)), d.nodes);
-    const int unknown_nodes = static_cast<int>(r.unresolvable.size() + r.failed.size()) -
-                              std::accumulate(distinct.begin(), distinct.end(), 0, [](int n, const Distinct& d) { return n + d.nodes; });
+    int judged = 0;
+    for (size_t k = 0; k < distinct.size(); ++k) {
+      counts.emplace_back(texts[k], distinct[k].nodes);
+      judged += distinct[k].nodes;
+    }
+    const int unknown_nodes = static_cast<int>(r.unresolvable.size() + r.failed.size()) - judged;
     if (unknown_nodes > 0) counts.emplace_back(kUnknownNodeReason, unknown_nodes);
     RecordFilterSummary(args.pod, 0, args.node_names.size(), counts);
   }

@@ -195,7 +195,9 @@ void RunLoad(const Daemon& d, Requests& requests, int clients, double seconds, R
         const int status = conn.Call(request, &body);
         const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
         if (status != 200 || !requests.Good(body)) {
-          if (errors++ == 0) std::fprintf(stderr, "%s: HTTP %d: %s\n", row.verb.c_str(), status, body.substr(0, 300).c_str());
+          if (errors++ == 0) {
+            std::fprintf(stderr, "%s: HTTP %d: %s\n", row.verb.c_str(), status, body.substr(0, 300).c_str());
+          }
           return;
         }
         request_bytes = request.size();
@@ -392,7 +394,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--verbs", verbs_list, "Comma list of echo, filter, filter-nofit, prioritize, bind")
       ->capture_default_str();
-  app.add_option("--seconds", seconds, "Measured seconds per row (after 0.5 s warm-up per round)")->capture_default_str();
+  app.add_option("--seconds", seconds, "Measured seconds per row (after 0.5 s warm-up per round)")
+      ->capture_default_str();
   app.add_option("--rounds", rounds, "Interleave the verbs this many times (seconds/rounds each)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -427,7 +430,8 @@ int Main(int argc, char** argv) {
 
   int rc = 0;
   if (names_list != "0") {
-    std::printf("| verb | names | clients | req/s | p50 µs | p99 µs | p99.9 µs | daemon CPU (cores) | reply bytes | errors |\n");
+    std::printf("| verb | names | clients | req/s | p50 µs | p99 µs | p99.9 µs | daemon CPU (cores) | reply bytes "
+                "| errors |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     std::vector<std::string> verbs;
     std::stringstream vs(verbs_list);
@@ -461,7 +465,8 @@ int Main(int argc, char** argv) {
       if (row.verb == "bind") run(row, seconds);
     }
     for (Row& row : rows) PrintRow(row);
-    if (next_pod.load() >= bind_pods && std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.verb == "bind"; }) != rows.end()) {
+    const bool binds = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.verb == "bind"; });
+    if (binds && next_pod.load() >= bind_pods) {
       std::printf("bind: all %d pending pods were bound before the time was up (raise --bind-pods)\n", bind_pods);
     }
     std::printf("daemon: VmRSS %ld kB, VmHWM %ld kB, threads %ld after the load\n", d.Status("VmRSS"),

@@ -63,7 +63,8 @@ TEST(FilterTest, FullClusterReplySharesOneShortReasonPerKindAndExplainKeepsTheNu
   EXPECT_LT(EncodeFilterResult(r).size(), 201u * 60);
   const std::string explained = c.ext.Explain("default/p");
   EXPECT_NE(explained.find("0 of 201 candidate nodes fit"), std::string::npos) << explained;
-  EXPECT_NE(explained.find("180 node(s): Insufficient nvidia.com/gpu: requested 4, free 2 (in use by equal or higher tiers)"),
+  EXPECT_NE(explained.find("180 node(s): Insufficient nvidia.com/gpu: requested 4, free 2 (in use by equal or higher "
+                           "tiers)"),
             std::string::npos)
       << explained;
   EXPECT_NE(explained.find("20 node(s): Insufficient nvidia.com/gpu: requested 4, free 2 (6 held by lower tiers)"),
