@@ -260,6 +260,9 @@ class Extender {
   std::string PoolOf(const GangRecord& g) const;  // the capacity pool a running gang holds GPUs in
   void LiftGates(const GangRecord& g);              // exclusive lock held
   void RecordFilterSummary(const PodInfo& pod, const FilterResult& r);
+  // The same from counts per reason text (the whole-GPU filter's detailed texts).
+  void RecordFilterSummary(const PodInfo& pod, size_t passed, size_t candidates,
+                           const std::vector<std::pair<std::string_view, int>>& counts);
   double GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* notice, std::string* job) const;
   PreemptResult PreemptGang(const PreemptArgs& args, const PodRecord& preemptor);
   // `reason` "" = "preempted by <preemptor> (priority N)" (tier preemption).

@@ -3,6 +3,7 @@
 #include "extender/extender.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -38,6 +39,51 @@ ReasonKey ReasonKeyOf(const placement::Feasibility& f, placement::PoolId pool) {
           static_cast<uint64_t>(static_cast<uint32_t>(pool))};
 }
 
+// What the reply says of a node that does not fit: one text per kind of refusal, the same
+// for every node refused that way. kube-scheduler counts nodes per distinct text in its
+// FailedScheduling event ("0/5000 nodes are available: 5000 Insufficient nvidia.com/gpu."),
+// and whether preemption may help is said by the map the node is in (FailedNodes or
+// FailedAndUnresolvableNodes), not by the words. Each node's numbers (free, held, reserved)
+// are in `phalanx explain` (RecordFilterSummary): on a full cluster of 5,000 nodes the
+// detailed text was ~85 bytes per node, a 0.5 MB reply (bench/RESULTS.md, Extender).
+const char* WireReason(placement::UnfitReason reason) {
+  using placement::UnfitReason;
+  switch (reason) {
+    case UnfitReason::kFits: break;
+    case UnfitReason::kNodeUnschedulable: return "node is unschedulable (cordoned)";
+    case UnfitReason::kWrongPool: return "node's GPU product is not the one the pod needs";
+    case UnfitReason::kTooFewGpus: return "Insufficient nvidia.com/gpu (node has fewer GPUs)";
+    case UnfitReason::kUnhealthyGpus: return "Insufficient nvidia.com/gpu (unhealthy GPUs)";
+    case UnfitReason::kReservedByPlans: return "Insufficient nvidia.com/gpu (reserved by gang plans)";
+    case UnfitReason::kInUseByHigherTiers: return "Insufficient nvidia.com/gpu";
+    case UnfitReason::kInUseByLowerTiers: return "Insufficient nvidia.com/gpu (held by lower tiers)";
+  }
+  return "Insufficient nvidia.com/gpu";
+}
+
+// Each candidate's node index (-1: not in the ledger), resolved before any node is judged: the
+// lookups do not depend on one another, so the CPU overlaps their cache misses (one lookup per
+// name was a quarter of a 5,000-name filter, mostly waiting on memory, when each waited behind
+// the previous node's check). Shared lock held.
+std::vector<placement::NodeIndex> ResolveNames(const placement::ClusterState& state,
+                                               const std::vector<std::string_view>& names) {
+  std::vector<placement::NodeIndex> out(names.size());
+  for (size_t i = 0; i < names.size(); ++i) out[i] = state.FindNode(names[i]).value_or(-1);
+  return out;
+}
+
+// Starts loading the node the loop will judge `kAhead` candidates from now.
+constexpr size_t kAhead = 4;
+void PrefetchNode(const placement::ClusterState& state, const std::vector<placement::NodeIndex>& nodes,
+                  size_t i) {
+  if (i + kAhead >= nodes.size() || nodes[i + kAhead] < 0) return;
+  const char* node = reinterpret_cast<const char*>(&state.node(nodes[i + kAhead]));
+  for (size_t line = 0; line < sizeof(placement::NodeState); line += 64) __builtin_prefetch(node + line);
+}
+
+constexpr size_t kUnfitReasons = static_cast<size_t>(placement::UnfitReason::kInUseByLowerTiers) + 1;
+constexpr const char* kUnknownNodeReason = "node has no GPUs known to phalanx (no nvidia.com/gpu, or not yet synced)";
+
 }  // namespace
 
 void Extender::RememberPod(const PodInfo& pod) {
@@ -56,10 +102,16 @@ void Extender::RecordFilterSummary(const PodInfo& pod, const FilterResult& r) {
       else ++it->second;
     }
   }
+  std::vector<std::pair<std::string_view, int>> counts;
+  for (const auto& [why, count] : by_id) counts.emplace_back(why.str(), count);
+  RecordFilterSummary(pod, r.passed.size(), r.passed.size() + r.failed.size() + r.unresolvable.size(), counts);
+}
+
+void Extender::RecordFilterSummary(const PodInfo& pod, size_t passed, size_t candidates,
+                                   const std::vector<std::pair<std::string_view, int>>& counts) {
   std::map<std::string_view, int> reasons;
-  for (const auto& [why, count] : by_id) reasons[why.str()] += count;
-  std::string text = fmt::format("last filter: {} of {} candidate nodes fit", r.passed.size(),
-                                 r.passed.size() + r.failed.size() + r.unresolvable.size());
+  for (const auto& [why, count] : counts) reasons[why] += count;
+  std::string text = fmt::format("last filter: {} of {} candidate nodes fit", passed, candidates);
   int shown = 0;
   for (const auto& [why, count] : reasons) {
     if (shown++ == 5) break;
@@ -114,35 +166,62 @@ FilterResult Extender::Filter(const FilterArgs& args) {
   r.passed.reserve(args.node_names.size());  // most pass on a cluster with room: no regrowth
   std::shared_lock lock(mu_);
   const auto& state = ledger_.state();
-  // Most failing nodes share a handful of reasons: format each distinct one once and share
-  // it (FailReason), so a full cluster costs a lookup per node, not a string.
-  std::vector<std::pair<ReasonKey, FailReason>> messages;
+  // Most failing nodes share a handful of distinct answers (ReasonKey): each is looked up once
+  // per node, its detailed text formatted once for `phalanx explain`, and the reply's text
+  // (WireReason) is one shared string per kind of refusal: a full cluster costs a lookup
+  // and a reference per node, not a string.
+  struct Distinct {
+    ReasonKey key;
+    placement::Feasibility feasibility;
+    int nodes = 0;
+  };
+  std::vector<Distinct> distinct;
+  std::array<std::optional<FailReason>, kUnfitReasons> wire;
   std::optional<FailReason> unknown;
+  const std::vector<placement::NodeIndex> nodes = ResolveNames(state, args.node_names);
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     const std::string_view name = args.node_names[i];
-    auto idx = state.FindNode(name);
-    if (!idx) {
-      if (!unknown) unknown = FailReason("node has no GPUs known to phalanx (no nvidia.com/gpu, or not yet synced)");
+    PrefetchNode(state, nodes, i);
+    const placement::NodeIndex idx = nodes[i];
+    if (idx < 0) {
+      if (!unknown) unknown = FailReason(kUnknownNodeReason);
       r.unresolvable.emplace_back(name, *unknown);
       continue;
     }
-    const placement::Feasibility f = placement::CheckFeasibility(state, *idx, request);
+    const placement::Feasibility f = placement::CheckFeasibility(state, idx, request);
     if (f.fits()) {
       pass(i);
       continue;
     }
-    const ReasonKey key = ReasonKeyOf(f, state.node(*idx).pool);
-    auto it = std::find_if(messages.begin(), messages.end(), [&](const auto& m) { return m.first == key; });
-    if (it == messages.end()) {
-      messages.emplace_back(key, placement::FormatFeasibility(f, kGpuResource));
-      it = messages.end() - 1;
-    }
+    const ReasonKey key = ReasonKeyOf(f, state.node(idx).pool);
+    auto it = std::find_if(distinct.begin(), distinct.end(), [&](const Distinct& d) { return d.key == key; });
+    if (it == distinct.end()) it = distinct.insert(distinct.end(), Distinct{key, f, 0});
+    ++it->nodes;
+    auto& why = wire[static_cast<size_t>(f.reason)];
+    if (!why) why = FailReason(WireReason(f.reason));
     auto& out = f.resolvable_by_preemption() ? r.failed : r.unresolvable;
     if (out.empty()) out.reserve(args.node_names.size() - i);  // a full cluster fails them all: no regrowth
-    out.emplace_back(name, it->second);
+    out.emplace_back(name, *why);
+  }
+  // The summary keeps each node's numbers: the distinct answers, formatted once each, under
+  // the lock (a Feasibility views its node's pool name in the ledger).
+  std::vector<std::string> texts;
+  if (r.passed.empty()) {
+    texts.reserve(distinct.size());
+    for (const Distinct& d : distinct) texts.push_back(placement::FormatFeasibility(d.feasibility, kGpuResource));
   }
   lock.unlock();
-  if (r.passed.empty()) RecordFilterSummary(args.pod, r);
+  if (r.passed.empty()) {
+    std::vector<std::pair<std::string_view, int>> counts;
+    int judged = 0;
+    for (size_t k = 0; k < distinct.size(); ++k) {
+      counts.emplace_back(texts[k], distinct[k].nodes);
+      judged += distinct[k].nodes;
+    }
+    const int unknown_nodes = static_cast<int>(r.unresolvable.size() + r.failed.size()) - judged;
+    if (unknown_nodes > 0) counts.emplace_back(kUnknownNodeReason, unknown_nodes);
+    RecordFilterSummary(args.pod, 0, args.node_names.size(), counts);
+  }
   return r;
 }
 
@@ -227,13 +306,15 @@ std::vector<HostScore> Extender::Prioritize(const FilterArgs& args) {
     return out;
   }
   const placement::PodRequest request = RequestOf(args.pod);
-  for (std::string_view n : args.node_names) {
+  const std::vector<placement::NodeIndex> nodes = ResolveNames(state, args.node_names);
+  for (size_t i = 0; i < args.node_names.size(); ++i) {
+    PrefetchNode(state, nodes, i);
     int score = 0;
-    if (auto idx = state.FindNode(n)) {
-      auto s = placement::ScoreNode(state, *idx, request, config_.weights);
+    if (nodes[i] >= 0) {
+      auto s = placement::ScoreNode(state, nodes[i], request, config_.weights);
       if (s.ok()) score = std::clamp(s->Rounded(), 0, 10);
     }
-    out.push_back({n, score});
+    out.push_back({args.node_names[i], score});
   }
   return out;
 }

@@ -1,5 +1,8 @@
 #include "extender/wire.h"
 
+#include <cstdint>
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace phalanx::extender {
@@ -27,16 +30,40 @@ Status RequireBody(std::string_view body) {
 
 }  // namespace
 
+namespace {
+
+// Whether any of the 8 bytes may need escaping (a control byte, '"' or '\\'): false for most
+// words of a node name, so the scan below takes 8 bytes a step. May say true for a word that
+// needs nothing (borrows between bytes); never false for one that does.
+bool MayNeedEscape(uint64_t w) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  auto zero_byte = [&](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  return ((w - kOnes * 0x20) & ~w & kHigh) | zero_byte(w ^ (kOnes * '"')) | zero_byte(w ^ (kOnes * '\\'));
+}
+
+}  // namespace
+
 void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
   // Node names never need escaping: copy runs of plain bytes at once (this loop is per name
-  // of a 5,000-name reply) and escape only what must be.
-  size_t run = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
+  // of a 5,000-name reply), test 8 bytes a step, and escape only what must be.
+  size_t run = 0, i = 0;
+  while (i < s.size()) {
+    if (i + 8 <= s.size()) {
+      uint64_t word;
+      std::memcpy(&word, s.data() + i, 8);
+      if (!MayNeedEscape(word)) {
+        i += 8;
+        continue;
+      }
+    }
     const char c = s[i];
-    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) continue;
+    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) {
+      ++i;
+      continue;
+    }
     out.append(s.data() + run, i - run);
-    run = i + 1;
+    run = ++i;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -271,7 +298,9 @@ std::string EncodeHostPriorities(const std::vector<HostScore>& scores) {
     out += "{\"Host\":";
     AppendJsonString(out, scores[i].host);
     out += ",\"Score\":";
-    out += std::to_string(scores[i].score);
+    const int score = scores[i].score;
+    if (score >= 0 && score <= 9) out += static_cast<char>('0' + score);  // 0..10: no allocation
+    else out += std::to_string(score);
     out += '}';
   }
   out += ']';

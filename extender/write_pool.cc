@@ -1,5 +1,6 @@
 #include "extender/write_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
@@ -16,16 +17,31 @@ WritePool::~WritePool() {
     stop_ = true;
   }
   cv_.notify_all();
+  bind_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
 void WritePool::Push(std::vector<Task> tasks, WriteLane lane) {
+  bool wake_bind_thread = false;
+  size_t wake_general = 0;
   {
     std::lock_guard lock(mu_);
     auto& queue = lane == WriteLane::kBind ? bind_ : bulk_;
     for (Task& t : tasks) queue.push_back(std::move(t));
+    size_t left = tasks.size();
+    // A kBind task goes to the kBind-only thread when it waits (it takes nothing else);
+    // everything else to as many of the other waiting threads as there are tasks.
+    if (lane == WriteLane::kBind && bind_thread_idle_ && left > 0) {
+      bind_thread_idle_ = false;  // woken: the next push does not count on it
+      wake_bind_thread = true;
+      --left;
+    }
+    wake_general = std::min(left, static_cast<size_t>(general_idle_));
   }
-  cv_.notify_all();  // not _one: the kBind-only thread cannot take a kBulk task
+  // A notify that finds no waiter (two pushes counted the same idle thread) is not lost
+  // work: then every thread is awake, and each takes tasks until the queues are empty.
+  if (wake_bind_thread) bind_cv_.notify_one();
+  for (size_t i = 0; i < wake_general; ++i) cv_.notify_one();
 }
 
 void WritePool::Submit(Task task, WriteLane lane) {
@@ -55,10 +71,31 @@ void WritePool::Drain() {
   idle_cv_.wait(lock, [&] { return bind_.empty() && bulk_.empty() && running_ == 0; });
 }
 
+uint64_t WritePool::wakeups() const {
+  std::lock_guard lock(mu_);
+  return wakeups_;
+}
+
 void WritePool::Loop(bool bind_only) {
   std::unique_lock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !bind_.empty() || (!bind_only && !bulk_.empty()); });
+    // Waits counted as idle, so that Push wakes only threads that wait (a busy thread finds
+    // the queued task itself when it comes back here).
+    if (bind_only) {
+      while (!stop_ && bind_.empty()) {
+        bind_thread_idle_ = true;
+        bind_cv_.wait(lock);
+        ++wakeups_;
+      }
+      bind_thread_idle_ = false;
+    } else {
+      while (!stop_ && bind_.empty() && bulk_.empty()) {
+        ++general_idle_;
+        cv_.wait(lock);
+        --general_idle_;
+        ++wakeups_;
+      }
+    }
     const WriteLane lane = !bind_.empty() ? WriteLane::kBind : WriteLane::kBulk;
     auto& queue = lane == WriteLane::kBind ? bind_ : bulk_;
     if (queue.empty() || (bind_only && lane == WriteLane::kBulk)) return;  // stop_ and nothing left for us

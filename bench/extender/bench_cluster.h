@@ -88,14 +88,18 @@ inline std::string FilterBody(const std::string& pod_json, int names, int first_
 
 // The cluster as a kubectl List: `nodes` DGX H100 nodes with the device plugin's topology
 // annotation, `bound_pods` 1-GPU pods running on them (round robin), `cpu_pods` pods that
-// request no GPU, and one gang `gang` of `gang_members` gated 1-GPU members (min = all).
+// request no GPU, `pending_pods` 1-GPU pods waiting to be bound (PendingPodName(i), for bind
+// load), and one gang `gang` of `gang_members` gated 1-GPU members (min = all).
 struct SnapshotShape {
   int nodes = 5000;
   int bound_pods = 0;
   int cpu_pods = 0;
+  int pending_pods = 0;
   std::string gang;
   int gang_members = 0;
 };
+
+inline std::string PendingPodName(int i) { return fmt::format("pending-{:06d}", i); }
 
 inline std::string SnapshotJson(const SnapshotShape& shape) {
   std::string out = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[";
@@ -146,6 +150,9 @@ inline std::string SnapshotJson(const SnapshotShape& shape) {
   }
   for (int i = 0; i < shape.cpu_pods; ++i) {
     pod(fmt::format("cpu-{:06d}", i), 0, "", json::Json::object(), json::Json::object(), false);
+  }
+  for (int i = 0; i < shape.pending_pods; ++i) {
+    pod(PendingPodName(i), 1, "", json::Json::object(), json::Json::object(), false);
   }
   for (int i = 0; i < shape.gang_members; ++i) {
     json::Json labels = {{"phalanx.io/gang", shape.gang}};

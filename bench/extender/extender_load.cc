@@ -1,9 +1,20 @@
 // Loopback load driver for the real phalanx-extender binary (DESIGN §6): it writes a synthetic
 // cluster snapshot, starts the daemon in embedded mode, and measures
 //   rss       the daemon's memory (VmRSS, VmHWM) and threads after loading the snapshot
-//   filter / prioritize
-//             sustained req/s and client-side latency p50/p99 with N closed-loop clients, each on
-//             its own keep-alive connection, K candidate names per request
+//   verbs     sustained req/s and client-side latency p50/p99 with N closed-loop clients, each on
+//             its own keep-alive connection, K candidate names per request:
+//               echo          GET /healthz on the verbs port: the HTTP round trip alone, the
+//                             baseline a gate compares the verbs with (same run, same machine)
+//               filter        a 4-GPU pod (fits wherever 4 GPUs are free)
+//               filter-nofit  an 8-GPU pod: with --busy-per-node >= 1 no node fits, and the
+//                             reply names every candidate with a reason
+//               prioritize    the 4-GPU pod
+//               bind          a new pending 1-GPU pod per request (--bind-pods of them in the
+//                             snapshot), bound to node i mod --nodes: devices chosen, the
+//                             ledger charged, the (recorded) Binding written, answered
+//             --rounds R interleaves the read-only verbs R times (seconds/R each) so that a noisy
+//             machine shifts every verb alike (binds, which fill the cluster, run after them);
+//             --json FILE writes the rows machine-readably
 //   held-binds
 //             H bind requests of one gang (H+1 members, min H+1) held open at the barrier at once:
 //             the daemon's threads and memory while they wait, then the time from the last
@@ -11,6 +22,9 @@
 // Usage:
 //   extender_load --extender build/extender/phalanx-extender --nodes 5000 --names 500,5000
 //       --clients 1,2 --seconds 5 [--pods 100000] [--held-binds 2000] [--verbs filter,prioritize]
+//   the gate's measurement (bench/RESULTS.md, Extender; JSON: p50/p99 per verb and for echo):
+//   extender_load --nodes 5000 --busy-per-node 1 --bind-pods 30000 --names 5000 --clients 1
+//       --verbs echo,filter,filter-nofit,prioritize,bind --seconds 6 --rounds 3 --json load.json
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -106,15 +120,65 @@ bool StartDaemon(const std::string& binary, const std::string& dir, const std::s
   return false;
 }
 
-void RunLoad(const Daemon& d, const std::string& verb, int names, int clients, double seconds) {
-  std::vector<std::string> requests;
-  for (int c = 0; c < clients; ++c) {
-    // Different pods per client so no cache can hide work; names from the start of the cluster.
-    requests.push_back(Conn::Format("POST", "/v1/" + verb, FilterBody(WorkerPodJson(fmt::format("w-{}", c), 4), names)));
+// One verb's measured requests, accumulated over rounds.
+struct Row {
+  std::string verb;
+  int names = 0, clients = 0;
+  std::vector<double> latencies_us;
+  double wall_s = 0, daemon_cpu_s = 0;
+  long errors = 0;
+  size_t request_bytes = 0, reply_bytes = 0;
+};
+
+// What one client sends next: the same request for the read-only verbs; for bind, the next
+// pending pod (a shared counter: each pod is bound once).
+class Requests {
+ public:
+  Requests(const std::string& verb, int names, int nodes, int clients, std::atomic<int>* next_pod)
+      : verb_(verb), nodes_(nodes), next_pod_(next_pod) {
+    for (int c = 0; c < clients; ++c) {
+      // Different pods per client so no cache can hide work; names from the start of the cluster.
+      const std::string pod = fmt::format("w-{}", c);
+      if (verb == "echo") {
+        fixed_.push_back("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      } else if (verb == "filter-nofit") {
+        fixed_.push_back(Conn::Format("POST", "/v1/filter", FilterBody(WorkerPodJson(pod, 8), names)));
+      } else if (verb != "bind") {
+        fixed_.push_back(Conn::Format("POST", "/v1/" + verb, FilterBody(WorkerPodJson(pod, 4), names)));
+      }
+    }
   }
+  // False when there is nothing left to send (bind: every pending pod bound).
+  bool Next(int client, std::string* request) {
+    if (verb_ != "bind") {
+      *request = fixed_[static_cast<size_t>(client)];
+      return true;
+    }
+    const int i = next_pod_->fetch_add(1);
+    if (i >= limit_) return false;
+    const std::string name = PendingPodName(i);
+    *request = Conn::Format("POST", "/v1/bind",
+                            fmt::format(R"({{"PodName":"{0}","PodNamespace":"bench","PodUID":"uid-{0}","Node":"{1}"}})",
+                                        name, NodeName(i % nodes_)));
+    return true;
+  }
+  void Limit(int pods) { limit_ = pods; }
+  // A bind answers {"Error":""} when bound; anything else is an error.
+  bool Good(const std::string& body) const { return verb_ != "bind" || body == "{\"Error\":\"\"}"; }
+
+ private:
+  std::string verb_;
+  int nodes_;
+  std::atomic<int>* next_pod_;
+  int limit_ = 0;
+  std::vector<std::string> fixed_;
+};
+
+void RunLoad(const Daemon& d, Requests& requests, int clients, double seconds, Row& row) {
   std::atomic<bool> measuring{false}, stop{false};
   std::vector<std::vector<double>> latencies(static_cast<size_t>(clients));
   std::atomic<long> errors{0};
+  std::atomic<size_t> request_bytes{0}, reply_bytes{0};
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
@@ -123,17 +187,21 @@ void RunLoad(const Daemon& d, const std::string& verb, int names, int clients, d
         errors++;
         return;
       }
-      std::string body;
+      std::string request, body;
       auto& mine = latencies[static_cast<size_t>(c)];
       mine.reserve(1 << 20);
-      while (!stop.load(std::memory_order_relaxed)) {
+      while (!stop.load(std::memory_order_relaxed) && requests.Next(c, &request)) {
         const auto t0 = Clock::now();
-        const int status = conn.Call(requests[static_cast<size_t>(c)], &body);
+        const int status = conn.Call(request, &body);
         const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-        if (status != 200) {
-          errors++;
+        if (status != 200 || !requests.Good(body)) {
+          if (errors++ == 0) {
+            std::fprintf(stderr, "%s: HTTP %d: %s\n", row.verb.c_str(), status, body.substr(0, 300).c_str());
+          }
           return;
         }
+        request_bytes = request.size();
+        reply_bytes = body.size();
         if (measuring.load(std::memory_order_relaxed)) mine.push_back(us);
       }
     });
@@ -144,17 +212,54 @@ void RunLoad(const Daemon& d, const std::string& verb, int names, int clients, d
   const auto t0 = Clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   measuring = false;
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double cpu = d.CpuSeconds() - cpu0;
+  row.wall_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  row.daemon_cpu_s += d.CpuSeconds() - cpu0;
   stop = true;
   for (auto& t : threads) t.join();
-  std::vector<double> all;
-  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  const size_t n = all.size();
+  for (auto& l : latencies) row.latencies_us.insert(row.latencies_us.end(), l.begin(), l.end());
+  row.errors += errors.load();
+  row.request_bytes = request_bytes.load();
+  row.reply_bytes = reply_bytes.load();
+}
+
+void PrintRow(Row& row) {
+  auto& all = row.latencies_us;
   const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99), p999 = Percentile(all, 0.999);
-  std::printf("| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.2f | %ld |\n", verb.c_str(), names, clients,
-              static_cast<double>(n) / wall, p50, p99, p999, cpu / wall, errors.load());
+  std::printf("| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.2f | %zu | %ld |\n", row.verb.c_str(), row.names,
+              row.clients, static_cast<double>(all.size()) / row.wall_s, p50, p99, p999, row.daemon_cpu_s / row.wall_s,
+              row.reply_bytes, row.errors);
   std::fflush(stdout);
+}
+
+// {"nodes":..,"rows":[{"verb":"filter","names":5000,"clients":1,"requests":..,"req_per_s":..,
+//   "p50_us":..,"p99_us":..,"p999_us":..,"daemon_cpu_us_per_request":..,"reply_bytes":..,"errors":0},..]}
+bool WriteJson(const std::string& path, const json::Json& head, std::vector<Row>& rows) {
+  json::Json out = head;
+  out["rows"] = json::Json::array();
+  for (Row& row : rows) {
+    auto& all = row.latencies_us;
+    const double n = static_cast<double>(all.size());
+    out["rows"].push_back({{"verb", row.verb},
+                           {"names", row.names},
+                           {"clients", row.clients},
+                           {"requests", all.size()},
+                           {"req_per_s", n / row.wall_s},
+                           {"p50_us", Percentile(all, 0.50)},
+                           {"p99_us", Percentile(all, 0.99)},
+                           {"p999_us", Percentile(all, 0.999)},
+                           {"daemon_cpu_us_per_request", n > 0 ? row.daemon_cpu_s * 1e6 / n : 0.0},
+                           {"request_bytes", row.request_bytes},
+                           {"reply_bytes", row.reply_bytes},
+                           {"errors", row.errors}});
+  }
+  const std::string text = json::Dump(out, 2) + "\n";
+  if (path == "-") {
+    std::fputs(text.c_str(), stdout);
+    return true;
+  }
+  std::ofstream f(path);
+  f << text;
+  return static_cast<bool>(f);
 }
 
 std::vector<int> ParseList(const std::string& s) {
@@ -269,8 +374,9 @@ int Main(int argc, char** argv) {
   CLI::App app{"Loopback load driver for phalanx-extender (bench/RESULTS.md, Extender)"};
   std::string binary = "build/extender/phalanx-extender", names_list = "500,5000", verbs_list = "filter,prioritize";
   std::string clients_list = "1,2";
-  int nodes = 5000, pods = 0, held = 0;
+  int nodes = 5000, pods = 0, held = 0, busy_per_node = 0, bind_pods = 0, rounds = 1;
   double seconds = 5;
+  std::string json_path;
   app.add_option("--extender", binary, "phalanx-extender binary")->capture_default_str();
   app.add_option("--nodes", nodes, "DGX H100 nodes in the snapshot")->capture_default_str();
   app.add_option("--pods", pods,
@@ -279,8 +385,21 @@ int Main(int argc, char** argv) {
   app.add_option("--names", names_list, "Candidate names per request (comma list; 0 = skip the load phase)")
       ->capture_default_str();
   app.add_option("--clients", clients_list, "Concurrent keep-alive clients (comma list)")->capture_default_str();
-  app.add_option("--verbs", verbs_list, "filter and/or prioritize")->capture_default_str();
-  app.add_option("--seconds", seconds, "Measured seconds per row (after 0.5 s warm-up)")->capture_default_str();
+  app.add_option("--busy-per-node", busy_per_node,
+                 "Running 1-GPU pods per node in the snapshot (>= 1: filter-nofit's 8-GPU pod fits nowhere)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 8));
+  app.add_option("--bind-pods", bind_pods, "Pending 1-GPU pods in the snapshot for the bind verb (each bound once)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--verbs", verbs_list, "Comma list of echo, filter, filter-nofit, prioritize, bind")
+      ->capture_default_str();
+  app.add_option("--seconds", seconds, "Measured seconds per row (after 0.5 s warm-up per round)")
+      ->capture_default_str();
+  app.add_option("--rounds", rounds, "Interleave the verbs this many times (seconds/rounds each)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--json", json_path, "Also write the rows as JSON to this file (- = stdout)");
   app.add_option("--held-binds", held, "Bind requests to hold at one gang barrier (0 = skip)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -288,8 +407,9 @@ int Main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   SnapshotShape shape;
   shape.nodes = nodes;
-  shape.bound_pods = std::min(pods * 3 / 10, nodes * 8);
-  shape.cpu_pods = pods - shape.bound_pods;
+  shape.bound_pods = std::min(pods * 3 / 10 + busy_per_node * nodes, nodes * 8);
+  shape.cpu_pods = pods - pods * 3 / 10;
+  shape.pending_pods = bind_pods;
   if (held > 0) {
     shape.gang = "big";
     shape.gang_members = held + 1;
@@ -297,8 +417,9 @@ int Main(int argc, char** argv) {
   const auto g0 = Clock::now();
   const std::string snapshot = dir + "/snapshot.json";
   std::ofstream(snapshot) << SnapshotJson(shape);
-  std::printf("snapshot: %d nodes, %d GPU pods running, %d CPU-only pods, %d gang members; %.1f MB, written in %.2f s\n",
-              nodes, shape.bound_pods, shape.cpu_pods, shape.gang_members,
+  std::printf("snapshot: %d nodes, %d GPU pods running, %d CPU-only pods, %d pending, %d gang members; %.1f MB, "
+              "written in %.2f s\n",
+              nodes, shape.bound_pods, shape.cpu_pods, shape.pending_pods, shape.gang_members,
               static_cast<double>(std::filesystem::file_size(snapshot)) / 1e6,
               std::chrono::duration<double>(Clock::now() - g0).count());
   Daemon d;
@@ -309,18 +430,61 @@ int Main(int argc, char** argv) {
 
   int rc = 0;
   if (names_list != "0") {
-    std::printf("| verb | names | clients | req/s | p50 µs | p99 µs | p99.9 µs | daemon CPU (cores) | errors |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| verb | names | clients | req/s | p50 µs | p99 µs | p99.9 µs | daemon CPU (cores) | reply bytes "
+                "| errors |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    std::vector<std::string> verbs;
     std::stringstream vs(verbs_list);
     for (std::string verb; std::getline(vs, verb, ',');) {
-      for (int names : ParseList(names_list)) {
-        for (int clients : ParseList(clients_list)) RunLoad(d, verb, std::min(names, nodes), clients, seconds);
+      if (verb != "echo" && verb != "filter" && verb != "filter-nofit" && verb != "prioritize" && verb != "bind") {
+        std::fprintf(stderr, "--verbs: unknown verb %s\n", verb.c_str());
+        return 1;
       }
+      verbs.push_back(verb);
+    }
+    std::vector<Row> rows;
+    for (const std::string& verb : verbs) {
+      for (int names : ParseList(names_list)) {
+        for (int clients : ParseList(clients_list)) rows.push_back(Row{verb, std::min(names, nodes), clients});
+      }
+    }
+    std::atomic<int> next_pod{0};
+    auto run = [&](Row& row, double s) {
+      Requests requests(row.verb, row.names, nodes, row.clients, &next_pod);
+      requests.Limit(bind_pods);
+      RunLoad(d, requests, row.clients, s, row);
+      if (row.errors > 0) rc = 1;
+    };
+    // Binds change the cluster (each takes a GPU): they run after every round of the others.
+    for (int round = 0; round < rounds; ++round) {
+      for (Row& row : rows) {
+        if (row.verb != "bind") run(row, seconds / rounds);
+      }
+    }
+    for (Row& row : rows) {
+      if (row.verb == "bind") run(row, seconds);
+    }
+    for (Row& row : rows) PrintRow(row);
+    const bool binds = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.verb == "bind"; });
+    if (binds && next_pod.load() >= bind_pods) {
+      std::printf("bind: all %d pending pods were bound before the time was up (raise --bind-pods)\n", bind_pods);
     }
     std::printf("daemon: VmRSS %ld kB, VmHWM %ld kB, threads %ld after the load\n", d.Status("VmRSS"),
                 d.Status("VmHWM"), d.Status("Threads"));
+    if (!json_path.empty()) {
+      const json::Json head = {{"nodes", nodes},
+                               {"busy_per_node", busy_per_node},
+                               {"pods", pods},
+                               {"seconds", seconds},
+                               {"rounds", rounds},
+                               {"cpus", std::thread::hardware_concurrency()}};
+      if (!WriteJson(json_path, head, rows)) {
+        std::fprintf(stderr, "--json %s: cannot write\n", json_path.c_str());
+        rc = 1;
+      }
+    }
   }
-  if (held > 0) rc = RunHeldBinds(d, held, nodes);
+  if (held > 0 && RunHeldBinds(d, held, nodes) != 0) rc = 1;
   std::filesystem::remove_all(dir);
   return rc;
 }

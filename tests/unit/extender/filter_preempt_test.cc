@@ -1,6 +1,8 @@
 // Non-gang filter/prioritize/bind and tier preemption.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "tests/unit/extender/test_cluster.h"
 
 namespace phalanx::extender::testing {
@@ -29,6 +31,46 @@ TEST(FilterTest, SplitsNodesByWhetherPreemptionCanHelpAndNamesOnlyInputNodes) {
   EXPECT_EQ(unresolvable, (std::set<std::string_view>{"busy-high", "a100", "unknown"}));
   const std::string encoded = EncodeFilterResult(r);
   EXPECT_EQ(encoded.find("not-asked"), std::string::npos);
+}
+
+// A full cluster: every node is refused, and the reply is what kube-scheduler needs (each node
+// in the right map with a reason) without each node's numbers: one short text per kind of
+// refusal, shared by every node refused that way. The numbers stay in the explanation.
+TEST(FilterTest, FullClusterReplySharesOneShortReasonPerKindAndExplainKeepsTheNumbers) {
+  TestCluster c;
+  std::vector<std::string> names;
+  for (int i = 0; i < 200; ++i) {
+    names.push_back(fmt::format("node-{:03d}", i));
+    ASSERT_TRUE(c.ext.OnNode(DgxNode(names.back())).ok());
+    // 6 of 8 GPUs busy at an equal tier (priority 0) on most nodes; every tenth at a lower tier.
+    c.ext.OnPod(GpuPod(fmt::format("busy-{}", i), 6, i % 10 == 0 ? -100 : 0, names.back()));
+  }
+  names.push_back("unknown-node");
+  PodInfo pod = GpuPod("p", 4);
+  FilterResult r = c.ext.Filter(Args(pod, names));
+  EXPECT_TRUE(r.passed.empty());
+  ASSERT_EQ(r.failed.size(), 20u);
+  ASSERT_EQ(r.unresolvable.size(), 181u);
+  for (const auto& [node, why] : r.failed) {
+    EXPECT_EQ(why.str(), "Insufficient nvidia.com/gpu (held by lower tiers)") << node;
+    EXPECT_EQ(why.id(), r.failed[0].second.id()) << "one shared string, not one per node";
+  }
+  for (const auto& [node, why] : r.unresolvable) {
+    if (node == "unknown-node") continue;
+    EXPECT_EQ(why.str(), "Insufficient nvidia.com/gpu") << node;
+  }
+  // ~40 bytes per refused node ("node-000":"Insufficient nvidia.com/gpu",), not ~100.
+  EXPECT_LT(EncodeFilterResult(r).size(), 201u * 60);
+  const std::string explained = c.ext.Explain("default/p");
+  EXPECT_NE(explained.find("0 of 201 candidate nodes fit"), std::string::npos) << explained;
+  EXPECT_NE(explained.find("180 node(s): Insufficient nvidia.com/gpu: requested 4, free 2 (in use by equal or higher "
+                           "tiers)"),
+            std::string::npos)
+      << explained;
+  EXPECT_NE(explained.find("20 node(s): Insufficient nvidia.com/gpu: requested 4, free 2 (6 held by lower tiers)"),
+            std::string::npos)
+      << explained;
+  EXPECT_NE(explained.find("1 node(s): node has no GPUs known to phalanx"), std::string::npos) << explained;
 }
 
 TEST(FilterTest, PodsWithoutGpusPassEveryNode) {

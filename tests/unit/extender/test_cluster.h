@@ -3,6 +3,9 @@
 // unique cluster-wide, as on real machines.
 #pragma once
 
+#include <initializer_list>
+#include <string_view>
+
 #include <future>
 #include <memory>
 #include <string>
@@ -75,10 +78,19 @@ inline PodInfo GangPod(const std::string& gang, int index, int gpus, int min_mem
   return p;
 }
 
+// The result's names are views into `names`: keep them alive while it is read.
 inline FilterArgs Args(const PodInfo& pod, const std::vector<std::string>& names) {
   FilterArgs a;
   a.pod = pod;
   for (const auto& n : names) a.node_names.push_back(n);
+  return a;
+}
+// A braced list of literals: views into the literals themselves, valid after the call (through
+// the vector overload they pointed into a temporary vector, gone before the result was read).
+inline FilterArgs Args(const PodInfo& pod, std::initializer_list<std::string_view> names) {
+  FilterArgs a;
+  a.pod = pod;
+  a.node_names.assign(names.begin(), names.end());
   return a;
 }
 

@@ -1,4 +1,7 @@
 // Wire format edge cases: nulls, missing lists, malformed JSON, exact reply shapes.
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -100,6 +103,38 @@ TEST(WireTest, SharedFailReasonsEncodeLikeCopies) {
   EXPECT_EQ(r.failed[3].second.id(), shared.id());
   EXPECT_EQ(EncodeFilterResult(r), "{\"Nodes\":null,\"NodeNames\":[],\"FailedNodes\":{" + want_failed +
                                        "},\"FailedAndUnresolvableNodes\":{" + want_unresolvable + "},\"Error\":\"\"}");
+}
+
+// AppendJsonString tests 8 bytes a step before escaping byte by byte: every byte value that
+// needs escaping, at every position of strings longer and shorter than a step, and UTF-8, must
+// come out as the plain byte-by-byte escape does.
+TEST(WireTest, JsonStringEscapesEveryByteThatNeedsItWhereverItIs) {
+  auto reference = [](std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"') out += "\\\"";
+      else if (c == '\\') out += "\\\\";
+      else if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else if (c == '\t') out += "\\t";
+      else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<int>(c));
+      else out += c;
+    }
+    return out + "\"";
+  };
+  std::vector<char> specials = {'"', '\\', static_cast<char>(0x7f), static_cast<char>(0xc3), static_cast<char>(0xa9)};
+  for (int c = 0; c < 0x20; ++c) specials.push_back(static_cast<char>(c));
+  for (size_t length : {1u, 7u, 8u, 9u, 16u, 23u}) {
+    for (size_t at = 0; at < length; ++at) {
+      for (char special : specials) {
+        std::string s(length, 'n');
+        s[at] = special;
+        std::string got;
+        AppendJsonString(got, s);
+        EXPECT_EQ(got, reference(s)) << "length " << length << ", byte " << static_cast<int>(special) << " at " << at;
+      }
+    }
+  }
 }
 
 TEST(WireTest, EncodesPrioritiesAsABareArray) {
