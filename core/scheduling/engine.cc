@@ -22,6 +22,10 @@ Engine::Engine(EnginePolicy policy, QueueConfig queues) : policy_(std::move(poli
 
 Status Engine::SetQueues(QueueConfig queues) {
   PHX_RETURN_IF_ERROR(queues.Validate());
+  MaterializeSkippedWhys();  // the texts were made with the old ledger
+  skipped_.clear();
+  skipped_before_.clear();
+  team_shapes_.clear();
   ledger_ = QueueLedger(std::move(queues));
   by_queue_.clear();
   borrowing_version_.reset();
@@ -35,6 +39,7 @@ Status Engine::SetQueues(QueueConfig queues) {
   for (auto& [key, w] : waiting_) {
     w->team = ledger_.ResolveIndex(w->req.queue);
     by_queue_[ledger_.QueueName(w->team)].emplace(w->order, w.get());
+    IndexShape(*w, true);
   }
   for (auto& [key, r] : running_) {
     r.team = ledger_.ResolveIndex(r.req.queue);
@@ -106,6 +111,8 @@ Status Engine::Enqueue(GangRequest g) {
   order_.emplace(order, ptr);
   w->req = std::move(g);
   w->order = order;
+  if (ptr->team >= 0) IndexShape(*ptr, true);
+  unseen_.push_back(key);
   waiting_.emplace(key, std::move(w));
   return OkStatus();
 }
@@ -121,6 +128,20 @@ void Engine::Forget(const GangKey& key) {
   auto it = waiting_.find(key);
   if (it == waiting_.end()) return;
   Waiting& w = *it->second;
+  if (w.team >= 0) IndexShape(w, false);
+  if (!w.awaiting.empty()) --awaiting_gangs_;
+  // A pass may still point at it (its cursors walk the indexes): keep it, and its index
+  // entries, until the pass ends.
+  w.gone = true;
+  if (in_pass_) {
+    gone_.push_back(std::move(it->second));
+  } else {
+    Unindex(w);
+  }
+  waiting_.erase(it);
+}
+
+void Engine::Unindex(const Waiting& w) {
   auto q = queues_.find(w.req.pool);
   if (q != queues_.end()) {
     q->second.erase(w.order);
@@ -133,10 +154,11 @@ void Engine::Forget(const GangKey& key) {
       if (t->second.empty()) by_queue_.erase(t);
     }
   }
-  // A pass may still point at it (its cursors): keep it until the pass ends.
-  w.gone = true;
-  if (in_pass_) gone_.push_back(std::move(it->second));
-  waiting_.erase(it);
+}
+
+void Engine::NoteAwaiting(const Waiting& w, bool was) {
+  if (was && w.awaiting.empty()) --awaiting_gangs_;
+  if (!was && !w.awaiting.empty()) ++awaiting_gangs_;
 }
 
 void Engine::OnFinished(const GangKey& key) {
@@ -202,7 +224,12 @@ int Engine::PreemptionsInDay(const std::string& job, double now) const {
 
 std::string Engine::WhyWaiting(const GangKey& key) const {
   auto it = waiting_.find(key);
-  return it == waiting_.end() ? "" : it->second->why;
+  if (it == waiting_.end()) return "";
+  const Waiting& w = *it->second;
+  if (w.why_pass != stats_.passes) {
+    if (const std::string* skipped = SkippedWhy(w, stats_.passes)) return *skipped;
+  }
+  return w.why;
 }
 
 std::vector<HeadReservation> Engine::Heads() const {
@@ -218,13 +245,27 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
   next_wake_.reset();
   PassContext ctx{.now = now, .driver = driver, .scope = scope};
   in_pass_ = true;
+  pass_seq_limit_ = next_seq_;
+  RollSkippedRuns();
   if (ledger_.enabled()) {
     QueueWalk(ctx);
   } else {
     GlobalWalk(ctx);
   }
   in_pass_ = false;
+  for (const auto& w : gone_) Unindex(*w);
   gone_.clear();
+  // Every gang queued before the pass was walked or skipped (a queue with no room): those
+  // not seen before count as seen now, as TryGang marks the ones it walks.
+  std::erase_if(unseen_, [&](const GangKey& key) {
+    auto it = waiting_.find(key);
+    if (it == waiting_.end()) return true;
+    Waiting& w = *it->second;
+    if (std::get<2>(w.order) >= pass_seq_limit_) return false;  // queued during the pass
+    w.fresh = false;
+    if (w.since < 0) w.since = now;
+    return true;
+  });
   heads_.clear();
   for (auto& [pool, head] : ctx.heads) heads_.emplace(pool, std::move(head.reservation));
 }
@@ -232,10 +273,11 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
 void Engine::GlobalWalk(PassContext& ctx) {
   // One walk in global order (priority, first submission): a gang that takes any pool
   // competes with the pool-bound ones by its place, not after them.
-  std::vector<Waiting*> gangs;
-  gangs.reserve(order_.size());
-  for (const auto& [order, w] : order_) gangs.push_back(w);
-  for (Waiting* w : gangs) TryGang(*w, ctx);
+  // The index is walked in place: entries of gangs that start stay until the pass ends
+  // (Forget), and gangs queued meanwhile wait for the next pass.
+  for (const auto& [order, w] : order_) {
+    if (std::get<2>(order) < pass_seq_limit_) TryGang(*w, ctx);
+  }
 }
 
 std::optional<Admission> Engine::Place(const GangRequest& g, PassContext& ctx) {
@@ -283,11 +325,17 @@ bool Engine::Start(Waiting& w, Admission admission, PassContext& ctx) {
 
 void Engine::TryGang(Waiting& w, PassContext& ctx) {
   if (w.gone) return;  // started or removed earlier in this pass
+  // Skipped by the last pass (its queue had no room): that pass's reason is its reason.
+  if (w.why_pass + 1 != stats_.passes) {
+    if (const std::string* skipped = SkippedWhy(w, stats_.passes - 1)) w.why = *skipped;
+  }
+  w.why_pass = stats_.passes;
   const GangRequest& g = w.req;
   const GangKey& key = g.key;
   const std::string& queue = g.pool;
   // GPUs of gangs before this one that still wait (for "any pool": in every pool).
-  const int ahead_waiting = queue.empty() ? ctx.ahead_all : ctx.ahead_waiting[queue];
+  int& ahead_in_pool = ctx.ahead_waiting[queue];  // std::map: the reference stays valid
+  const int ahead_waiting = queue.empty() ? ctx.ahead_all : ahead_in_pool;
   const bool tried = ctx.scope == Scope::kFull || w.fresh;
   w.fresh = false;
   if (w.since < 0) w.since = ctx.now;
@@ -297,11 +345,14 @@ void Engine::TryGang(Waiting& w, PassContext& ctx) {
   std::optional<QueueLedger::Fit> quota;
   if (ledger_.enabled() && w.awaiting.empty()) {
     quota = QuotaFor(w, ctx);
-    if (!quota) return;
+    if (!quota) {
+      ctx.quota_refused = true;
+      return;
+    }
   }
   // It stays queued: gangs after it count its GPUs as ahead of them.
   auto stays = [&] {
-    ctx.ahead_waiting[queue] += gpus;
+    ahead_in_pool += gpus;
     ctx.ahead_all += gpus;
   };
   // Its victims are still checkpointing: it holds their pool meanwhile (§8.4).
@@ -361,12 +412,15 @@ void Engine::TryGang(Waiting& w, PassContext& ctx) {
   const placement::ClusterState& state = ctx.driver.state();
   // Victims it preempted earlier are still checkpointing: wait for them, evict no more,
   // and keep the GPUs they free for it (it is the head of their pool meanwhile).
+  const bool was_awaiting = !w.awaiting.empty();
   std::erase_if(w.awaiting, [&](const GangKey& v) { return !running_.contains(v); });
+  NoteAwaiting(w, was_awaiting);
   if (!w.awaiting.empty() && ctx.now < w.awaiting_until) {
     next_wake_ = next_wake_ ? std::min(*next_wake_, w.awaiting_until) : w.awaiting_until;
     await_victims();
     return;
   }
+  NoteAwaiting(w, !w.awaiting.empty());
   w.awaiting.clear();
   // Within its queue's nominal quota: take back GPUs its queue lent out.
   if (tried && quota == QueueLedger::Fit::kWithinNominal) {
@@ -408,8 +462,13 @@ void Engine::TryGang(Waiting& w, PassContext& ctx) {
   // A head takes back the preemptible backfill it let in.
   if (tried && head && reclaimable_ > 0 && TryReclaim(w, head->reservation.pool, ctx)) return;
   const int free_now = FreeGpus(state, queue);
-  const ReleaseForecast::Shadow own = forecast_.When(queue, gpus + ahead_waiting, free_now, ctx.now);
-  const double wait = own.reachable ? std::min(own.start - ctx.now, policy_.wait_horizon_s) : policy_.wait_horizon_s;
+  // Its expected wait decides a preemption and is in its reason: both only for a gang
+  // this pass tries (a gang not tried keeps its reason).
+  double wait = policy_.wait_horizon_s;
+  if (tried) {
+    const ReleaseForecast::Shadow own = forecast_.When(queue, gpus + ahead_waiting, free_now, ctx.now);
+    if (own.reachable) wait = std::min(own.start - ctx.now, policy_.wait_horizon_s);
+  }
   std::string preemption;  // what the preemption attempt found, if one ran
   if (tried && !g.IsShare() && tier.target_wait_s >= 0 && wait > tier.target_wait_s &&
       ctx.searches[queue] < policy_.preemption_searches_per_pass) {

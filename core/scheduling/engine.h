@@ -259,6 +259,7 @@ class Engine {
     // stay valid until SetQueues replaces the ledger and resets them.
     int team = -1;
     int ledger_pool = -1;
+    uint64_t why_pass = 0;  // the pass that last walked it (else `why` may be a skipped queue's reason)
   };
   struct Running {
     GangRequest req;
@@ -336,6 +337,10 @@ class Engine {
   // How long a victim, re-queued, would wait to get its GPUs back.
   double ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const;
   void Forget(const GangKey& key);
+  // Erases a waiting gang from the order indexes (deferred to the pass's end during one).
+  void Unindex(const Waiting& w);
+  // w.awaiting changed from `was` (non-empty) to what it is: keeps awaiting_gangs_.
+  void NoteAwaiting(const Waiting& w, bool was);
   // Records a gang as running (forecast, victim search).
   void Track(GangRequest g, std::string pool, std::vector<PodUid> pods, double started, bool reclaimable);
   void EraseRunning(std::map<GangKey, Running>::iterator it);
@@ -351,6 +356,10 @@ class Engine {
   std::map<OrderKey, Waiting*> order_;                           // every waiting gang
   bool in_pass_ = false;
   std::vector<std::unique_ptr<Waiting>> gone_;  // erased during this pass
+  // Gangs queued at or after this sequence number joined during the pass: not walked in it.
+  uint64_t pass_seq_limit_ = 0;
+  std::vector<GangKey> unseen_;  // queued since the last pass (`since` and `fresh` at its end)
+  int awaiting_gangs_ = 0;       // waiting gangs whose victims are still checkpointing
   std::map<GangKey, Running> running_;  // ordered: deterministic victim search
   int reclaimable_ = 0;                 // running gangs admitted as preemptible backfill
   std::unordered_map<std::string, std::deque<double>> preempted_at_;  // job -> times
@@ -380,6 +389,47 @@ class Engine {
   };
   std::map<GangKey, Outside> outside_;
   void LedgerAddOutside(const GangKey& key, const Outside& o);
+
+  // --- gangs without quota room (engine_queue_skip.cc) ---
+  // Per team queue (ledger index): its waiting gangs by (required pool, milli-GPUs), each
+  // in queue order. The pass's pending sums come from the counts, not a walk over every
+  // waiting gang, and the walk finds the next gang that has quota room from them.
+  using Shapes = std::map<std::pair<std::string, Milli>, std::set<OrderKey>>;
+  std::vector<Shapes> team_shapes_;
+  void IndexShape(const Waiting& w, bool add);
+  // A run of a queue's gangs none of which has quota room (QueueLedger::Check is monotone
+  // in the amount, and nothing changes the ledger while its gangs hold the turn) would
+  // only be given that reason, gang by gang. The walk skips it in one step and records the
+  // reasons per (pool, amount); WhyWaiting and the next pass's walk read them here.
+  struct SkippedRun {
+    OrderKey from, to;  // [from, to) of the queue's order; to_end: to the end
+    bool to_end = false;
+    uint64_t seq_limit = 0;  // gangs queued during the pass are not in it
+    std::string any_pool;    // the pool an any-pool gang's reason names (as QuotaFor picks it)
+    // (pool, amount) -> reason, shared by the runs skipped while the ledger was the same.
+    std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> texts;
+  };
+  struct SkippedRuns {
+    uint64_t pass = 0;  // stats_.passes of the pass that skipped them
+    std::vector<SkippedRun> runs;  // in queue order
+  };
+  // By team: this pass's (or the last one's) runs and the pass before's.
+  std::vector<SkippedRuns> skipped_, skipped_before_;
+  // Which of a queue's shapes have quota room, for one ledger version (a pass's cursor).
+  struct RoomCache {
+    uint64_t version = ~uint64_t{0};
+    std::vector<const Shapes::value_type*> with_room;
+    std::set<const Shapes::value_type*> without_room;
+    std::string any_pool;
+    std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> texts;  // made at the first skip
+  };
+  // Skips the run of the queue's gangs from `at` that have no quota room; returns the first
+  // gang after it (nullopt: none) or `at`'s own key when `at` has room (nothing skipped).
+  std::optional<OrderKey> SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx);
+  // The reason pass `pass` recorded for `w` without walking it; nullptr if it walked it.
+  const std::string* SkippedWhy(const Waiting& w, uint64_t pass) const;
+  void MaterializeSkippedWhys();
+  void RollSkippedRuns();  // at a pass's start
 };
 
 }  // namespace phalanx::scheduling

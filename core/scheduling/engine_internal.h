@@ -103,6 +103,8 @@ struct Engine::PassContext {
   std::unordered_map<std::tuple<int, int, Milli>, std::string, internal::TupleHash> explained;
   uint64_t explained_version = ~uint64_t{0};
   std::unordered_map<internal::ReasonKey, std::string, internal::ReasonKeyHash> reasons;
+  // Set when a gang's queue had no quota room for it (TryGang returned at QuotaFor).
+  bool quota_refused = false;
 };
 
 }  // namespace phalanx::scheduling

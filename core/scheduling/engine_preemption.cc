@@ -69,6 +69,7 @@ double Engine::ExpectedWait(const GangRequest& g, double now, const placement::C
   int ahead = 0;
   for (const auto& [o, waiting] : order_) {
     if (!(o < order)) break;
+    if (waiting->gone) continue;  // started during a pass (its entry goes at the pass's end)
     const GangRequest& w = waiting->req;
     if (w.key == g.key || (!g.pool.empty() && w.pool != g.pool)) continue;
     ahead += w.IsShare() ? 1 : w.Gpus();
@@ -172,6 +173,7 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
     int sum = 0;
     if (auto q = queues_.find(queue); q != queues_.end()) {
       for (const auto& [o, w] : q->second) {
+        if (w->gone) continue;  // started earlier in this pass
         const GangRequest& g = w->req;
         sum += g.IsShare() ? 1 : g.Gpus();
         it->second.emplace_back(o, sum);
@@ -277,7 +279,9 @@ bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& deci
   ctx.failed.clear();
   ctx.ahead.clear();
   if (!pending.empty()) {
+    const bool was_awaiting = !w.awaiting.empty();
     w.awaiting = std::move(pending);
+    NoteAwaiting(w, was_awaiting);
     w.reserve_pool = decision.plan.pool;
     w.awaiting_until = ctx.now + longest_notice + kEvictionGrace;
     next_wake_ = next_wake_ ? std::min(*next_wake_, w.awaiting_until) : w.awaiting_until;

@@ -24,18 +24,28 @@ void Engine::QueueWalk(PassContext& ctx) {
   for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
     ledger_.SetCapacity(state.pool(p).name, static_cast<Milli>(state.pool(p).total_gpus) * kMilliGpu);
   }
+  // A queue's cursor walks its index in place (entries of gangs that start stay until the
+  // pass ends; gangs queued during the pass wait for the next one).
+  using Index = std::map<OrderKey, Waiting*>;
   struct Cursor {
     int team;
-    std::vector<Waiting*> gangs;
-    size_t next = 0;
+    Index::const_iterator it, end;
+    size_t next = 0;  // gangs walked or skipped
     // Its turn as last computed, valid while the ledger and `next` are unchanged.
     uint64_t version = ~uint64_t{0};
     size_t turn_for = ~size_t{0};
     std::tuple<int, double, size_t> turn;
+    // Its last gang had no quota room (its first: look whether it has).
+    bool refused = true;
+    RoomCache room;
+  };
+  const uint64_t limit = pass_seq_limit_;
+  auto settle = [limit](Cursor& c) {
+    while (c.it != c.end && std::get<2>(c.it->first) >= limit) ++c.it;
   };
   std::vector<Cursor> cursors;
   cursors.reserve(by_queue_.size());
-  // One walk over the waiting gangs builds each queue's cursor and what it has pending.
+  // Each queue's pending work from its counts by (pool, amount), not a walk over its gangs.
   // A queue's waiting gangs keep that much of its unused quota from being lent this pass:
   // lent, it would be reclaimed as soon as they fit (a preemption per arrival). Only gangs
   // no larger than its nominal quota count: a larger one borrows anyway and must not hold
@@ -44,20 +54,22 @@ void Engine::QueueWalk(PassContext& ctx) {
   std::vector<Milli> sums;  // of one queue, by ledger pool index
   for (const auto& [team, gangs] : by_queue_) {
     const int q = gangs.begin()->second->team;  // never empty: emptied queues are erased
-    Cursor& c = cursors.emplace_back(Cursor{q, {}, 0});
-    c.gangs.reserve(gangs.size());
+    Cursor& c = cursors.emplace_back(Cursor{q, gangs.begin(), gangs.end()});
+    settle(c);
     // "Any pool" work counts where its queue has its only quota (else nowhere).
     const QueueSpec* spec = ledger_.Find(team);
     const int only = spec && spec->quotas.size() == 1 ? ledger_.PoolIndex(spec->quotas.front().pool) : -1;
     sums.assign(sums.size(), 0);
-    for (const auto& [order, w] : gangs) {
-      c.gangs.push_back(w);
-      const int pool = !w->req.pool.empty() ? LedgerPoolOf(*w) : only;
+    // Shapes emptied since the last pass go now (a pass's room caches point at them).
+    std::erase_if(team_shapes_[static_cast<size_t>(q)], [](const auto& e) { return e.second.empty(); });
+    for (const auto& [shape, gangs_of_shape] : team_shapes_[static_cast<size_t>(q)]) {
+      const auto& [required, amount] = shape;
+      const auto count = static_cast<Milli>(gangs_of_shape.size());
+      const int pool = !required.empty() ? ledger_.PoolIndex(required) : only;
       if (pool < 0) continue;
-      const Milli amount = AmountOf(w->req);
       if (amount > ledger_.Nominal(q, pool)) continue;
       if (static_cast<size_t>(pool) >= sums.size()) sums.resize(static_cast<size_t>(pool) + 1, 0);
-      sums[static_cast<size_t>(pool)] += amount;
+      sums[static_cast<size_t>(pool)] += amount * count;
     }
     for (size_t p = 0; p < sums.size(); ++p)
       if (sums[p] > 0) pending.emplace_back(q, static_cast<int>(p), sums[p]);
@@ -68,7 +80,7 @@ void Engine::QueueWalk(PassContext& ctx) {
   auto turn_of = [&](size_t i) -> Turn {
     Cursor& c = cursors[i];
     if (c.version == ledger_.version() && c.turn_for == c.next) return c.turn;
-    Waiting& w = *c.gangs[c.next];
+    Waiting& w = *c.it->second;
     bool within = false;
     if (!w.gone) {
       within = w.req.pool.empty()
@@ -81,7 +93,8 @@ void Engine::QueueWalk(PassContext& ctx) {
     return c.turn;
   };
   std::priority_queue<Turn, std::vector<Turn>, std::greater<>> turns;
-  for (size_t i = 0; i < cursors.size(); ++i) turns.push(turn_of(i));
+  for (size_t i = 0; i < cursors.size(); ++i)
+    if (cursors[i].it != cursors[i].end) turns.push(turn_of(i));
   while (!turns.empty()) {
     const Turn top = turns.top();
     turns.pop();
@@ -91,8 +104,29 @@ void Engine::QueueWalk(PassContext& ctx) {
       continue;
     }
     Cursor& c = cursors[i];
-    TryGang(*c.gangs[c.next++], ctx);
-    if (c.next < c.gangs.size()) turns.push(turn_of(i));
+    // Its gangs keep the turn while they have no quota room (nothing changes the ledger
+    // meanwhile): such a run is skipped in one step, up to its next gang that has room.
+    if (c.refused && awaiting_gangs_ == 0) {
+      c.refused = false;
+      const OrderKey at = c.it->first;
+      const std::optional<OrderKey> next = SkipNoRoomRun(c.team, *c.it->second, c.room, ctx);
+      if (!next || *next != at) {
+        const Index& gangs = by_queue_.find(ledger_.QueueName(c.team))->second;
+        c.it = next ? gangs.lower_bound(*next) : c.end;
+        ++c.next;
+        settle(c);
+        if (c.it != c.end) turns.push(turn_of(i));
+        continue;
+      }
+    }
+    Waiting& w = *c.it->second;
+    ++c.it;
+    ++c.next;
+    settle(c);
+    ctx.quota_refused = false;
+    TryGang(w, ctx);
+    c.refused = ctx.quota_refused;
+    if (c.it != c.end) turns.push(turn_of(i));
   }
 }
 

@@ -65,8 +65,14 @@ QueueLedger::QueueLedger(QueueConfig config) {
     q.group = it->second;
     groups_[static_cast<size_t>(q.group)].push_back(i);
   }
-  for (const QueueSpec& q : config_.queues)
-    for (const PoolQuota& p : q.quotas) pools_[static_cast<size_t>(EnsurePool(p.pool))].managed = true;
+  for (int i = 0; i < n; ++i) {
+    Queue& q = queues_[static_cast<size_t>(i)];
+    for (const PoolQuota& p : q.spec->quotas) {
+      const int pool = EnsurePool(p.pool);
+      pools_[static_cast<size_t>(pool)].managed = true;
+      q.quota_pools.push_back(pool);
+    }
+  }
 }
 
 int QueueLedger::IdOf(std::string_view queue) const {
@@ -279,8 +285,9 @@ bool QueueLedger::WithinNominalOfAnyPool(int q, Milli amount) const {
   if (q < 0) return false;
   const auto i = static_cast<size_t>(q);
   // Every quota's pool is known (the constructor adds them); usage per pool by index.
-  for (const PoolQuota& quota : queues_[i].spec->quotas)
-    if (pools_[static_cast<size_t>(PoolIdOf(quota.pool))].used[i] + amount <= quota.nominal) return true;
+  const std::vector<PoolQuota>& quotas = queues_[i].spec->quotas;
+  for (size_t k = 0; k < quotas.size(); ++k)
+    if (pools_[static_cast<size_t>(queues_[i].quota_pools[k])].used[i] + amount <= quotas[k].nominal) return true;
   return false;
 }
 

@@ -199,6 +199,7 @@ class QueueLedger {
     int parent = -1;
     int group = -1;
     std::vector<int> children;
+    std::vector<int> quota_pools;  // pool index of each of spec->quotas (the per-gang checks)
   };
   struct Pool {
     std::string name;

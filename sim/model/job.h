@@ -50,4 +50,10 @@ struct Workload {
 // Sorts by (submit, line) and renumbers ids densely.
 void FinalizeWorkload(Workload& workload);
 
+// --time-scale for every trace format: divides each job's gap from the first submit by
+// `scale` (2 = the same jobs arriving twice as fast: twice the offered load) and notes it
+// ("<format>: submit gaps divided by 2"). The order is unchanged. No-op for a scale of 1,
+// or one that is not > 0 (the CLI refuses those).
+void ScaleSubmitGaps(Workload& workload, double scale);
+
 }  // namespace phalanx::sim

@@ -34,4 +34,11 @@ void FinalizeWorkload(Workload& w) {
   for (size_t i = 0; i < w.jobs.size(); ++i) w.jobs[i].id = static_cast<JobId>(i);
 }
 
+void ScaleSubmitGaps(Workload& w, double scale) {
+  if (!(scale > 0) || scale == 1 || w.jobs.empty()) return;
+  const double t0 = w.jobs.front().submit;  // sorted: the first submit
+  for (Job& j : w.jobs) j.submit = t0 + (j.submit - t0) / scale;
+  w.notes.push_back(fmt::format("{}: submit gaps divided by {:g}", w.format, scale));
+}
+
 }  // namespace phalanx::sim

@@ -73,10 +73,7 @@ Result<Workload> ReadOpenbPods(const std::string& path, const ReaderOptions& opt
     w.jobs.push_back(std::move(j));
   }
   FinalizeWorkload(w);
-  if (!w.jobs.empty() && options.time_scale > 0 && options.time_scale != 1) {
-    const double t0 = w.jobs.front().submit;
-    for (Job& j : w.jobs) j.submit = t0 + (j.submit - t0) / options.time_scale;
-  }
+  ScaleSubmitGaps(w, options.time_scale);
   if (options.max_jobs > 0 && static_cast<int64_t>(w.jobs.size()) > options.max_jobs)
     w.jobs.resize(static_cast<size_t>(options.max_jobs));
   w.notes.push_back(fmt::format("openb: {} CPU-only pods skipped; {} pods allowed several GPU models (any pool)",

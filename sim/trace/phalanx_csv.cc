@@ -73,6 +73,7 @@ Result<Workload> ReadPhalanxCsv(const std::string& path, const ReaderOptions& op
     if (options.max_jobs > 0 && static_cast<int64_t>(w.jobs.size()) >= options.max_jobs) break;
   }
   FinalizeWorkload(w);
+  ScaleSubmitGaps(w, options.time_scale);
   return w;
 }
 

@@ -12,7 +12,7 @@ namespace phalanx::sim {
 
 struct ReaderOptions {
   uint64_t seed = 1;  // tier / checkpoint assignment for traces that have none
-  // Divides every gap between submit times (Philly, openb): 10 = ten times the load.
+  // Divides every gap between submit times (every format): 10 = ten times the load.
   double time_scale = 1;
   int64_t max_jobs = 0;  // 0 = all (the first max_jobs by submit time)
 };

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/scheduling/engine.h"
 #include "tests/unit/core/scheduling/fake_driver.h"
 
@@ -88,6 +90,51 @@ TEST_F(EngineQueuesTest, NoRoomInQuotaHoldsNothingBack) {
   EXPECT_TRUE(engine.Heads().empty());
   EXPECT_EQ(engine.WhyWaiting(GangKey("a2")),
             "queue team-a is at 8/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 8");
+}
+
+// A queue with no quota room for most of its waiting gangs: the pass skips runs of them
+// (engine_queue_skip.cc) but every gang keeps the reason a walk gives it, in this pass and
+// the next, after the ledger changes, and after SetQueues; a small gang between the runs
+// that fits still starts in its turn.
+TEST_F(EngineQueuesTest, GangsWithoutRoomKeepTheirReasonsAndSmallerOnesStillStart) {
+  Engine engine(Rules(), TwoTeams(/*borrowing=*/0));
+  ASSERT_TRUE(engine.Enqueue(Team("a0", "team-a", 1, 6, kStandard, 0)).ok());
+  for (int i = 1; i <= 6; ++i) ASSERT_TRUE(engine.Enqueue(Team(fmt::format("a{}", i), "team-a", 1, 4, kStandard, i)).ok());
+  ASSERT_TRUE(engine.Enqueue(Team("s7", "team-a", 1, 2, kStandard, 7)).ok());
+  ASSERT_TRUE(engine.Enqueue(Team("a8", "team-a", 1, 8, kStandard, 8)).ok());
+  engine.Pass(10, driver_);
+  EXPECT_TRUE(engine.IsRunning(GangKey("a0")));
+  EXPECT_TRUE(engine.IsRunning(GangKey("s7")));  // 2 GPUs of room after a0, behind six that need 4
+  const std::string full = "queue team-a is at 8/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs ";
+  const std::string before = "queue team-a is at 6/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 4";
+  for (int i = 1; i <= 6; ++i) EXPECT_EQ(engine.WhyWaiting(GangKey(fmt::format("a{}", i))), before) << i;
+  EXPECT_EQ(engine.WhyWaiting(GangKey("a8")), full + "8");
+  // Nothing changed: the next passes skip the whole queue, with the same reasons.
+  engine.Pass(20, driver_, Engine::Scope::kArrivalsOnly);
+  engine.Pass(30, driver_);
+  for (int i = 1; i <= 6; ++i) EXPECT_EQ(engine.WhyWaiting(GangKey(fmt::format("a{}", i))), full + "4") << i;
+  EXPECT_EQ(engine.WhyWaiting(GangKey("a8")), full + "8");
+  // A late arrival is walked (and refused) in its first pass like any other.
+  ASSERT_TRUE(engine.Enqueue(Team("a9", "team-a", 1, 1, kStandard, 9)).ok());
+  EXPECT_EQ(engine.WhyWaiting(GangKey("a9")), "");
+  engine.Pass(40, driver_, Engine::Scope::kArrivalsOnly);
+  EXPECT_EQ(engine.WhyWaiting(GangKey("a9")), full + "1");
+  // s7 ends: a9 (1 GPU) fits behind the 4-GPU ones, which keep their reason.
+  driver_.Release(GangKey("s7"));
+  engine.OnFinished(GangKey("s7"));
+  engine.Pass(50, driver_);
+  EXPECT_TRUE(engine.IsRunning(GangKey("a9")));
+  EXPECT_EQ(engine.WhyWaiting(GangKey("a3")),
+            "queue team-a is at 6/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 4");
+  // New queues: the reasons given under the old ones stay until the next pass.
+  ASSERT_TRUE(engine.SetQueues(TwoTeams(/*borrowing=*/0)).ok());
+  EXPECT_EQ(engine.WhyWaiting(GangKey("a3")),
+            "queue team-a is at 6/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 4");
+  EXPECT_EQ(engine.WhyWaiting(GangKey("a8")),  // refused before a9 started
+            "queue team-a is at 6/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 8");
+  engine.Pass(60, driver_);
+  EXPECT_EQ(engine.WhyWaiting(GangKey("a8")),
+            "queue team-a is at 7/8 nominal GPUs of H100 and may borrow at most 0 beyond it; this gang needs 8");
 }
 
 TEST_F(EngineQueuesTest, AQueueBelowNominalIsServedBeforeABorrower) {

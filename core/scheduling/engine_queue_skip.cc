@@ -1,0 +1,141 @@
+// Gangs without quota room (engine.h, "gangs without quota room"): a run of a team queue's
+// waiting gangs none of which has quota room is skipped in one step instead of gang by gang,
+// and the reasons its gangs would have been given are kept per (pool, amount). An
+// overloaded queue (thousands waiting behind a full quota) otherwise costs every pass a
+// walk over all of them, though only a few can run.
+#include <algorithm>
+
+#include "core/scheduling/engine.h"
+#include "core/scheduling/engine_internal.h"
+
+namespace phalanx::scheduling {
+
+void Engine::IndexShape(const Waiting& w, bool add) {
+  const auto team = static_cast<size_t>(w.team);
+  if (team >= team_shapes_.size()) team_shapes_.resize(team + 1);
+  Shapes& shapes = team_shapes_[team];
+  // Emptied shapes stay until the next pass starts (QueueWalk): a pass's room caches
+  // point at them.
+  if (add) {
+    shapes[{w.req.pool, AmountOf(w.req)}].insert(w.order);
+  } else if (auto it = shapes.find({w.req.pool, AmountOf(w.req)}); it != shapes.end()) {
+    it->second.erase(w.order);
+  }
+}
+
+std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx) {
+  const auto t = static_cast<size_t>(team);
+  if (t >= team_shapes_.size()) return at.order;
+  const Shapes& shapes = team_shapes_[t];
+  if (cache.version != ledger_.version()) {
+    // Which shapes have room now: QuotaFor's verdict (any pool: room in some pool with nodes).
+    cache.version = ledger_.version();
+    cache.with_room.clear();
+    cache.without_room.clear();
+    cache.texts.reset();
+    const placement::ClusterState& state = ctx.driver.state();
+    const std::string* any_pool = nullptr;
+    int any_index = -1;
+    for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
+      const std::string& pool = state.pool(p).name;
+      if (state.pool(p).nodes.empty()) continue;
+      const int index = ledger_.PoolIndex(pool);
+      if (any_pool == nullptr || any_pool->empty() || ledger_.Nominal(team, index) > ledger_.Nominal(team, any_index)) {
+        any_pool = &pool;
+        any_index = index;
+      }
+    }
+    cache.any_pool = any_pool ? *any_pool : std::string();
+    for (const auto& entry : shapes) {
+      if (entry.second.empty()) continue;
+      const auto& [required, amount] = entry.first;
+      bool room = false;
+      if (!required.empty()) {
+        room = ledger_.Check(team, ledger_.PoolIndex(required), amount) != QueueLedger::Fit::kNoRoom;
+      } else {
+        for (placement::PoolId p = 0; p < state.PoolCount() && !room; ++p) {
+          if (state.pool(p).nodes.empty()) continue;
+          room = ledger_.Check(team, ledger_.PoolIndex(state.pool(p).name), amount) != QueueLedger::Fit::kNoRoom;
+        }
+      }
+      if (room) {
+        cache.with_room.push_back(&entry);
+      } else {
+        cache.without_room.insert(&entry);
+      }
+    }
+  }
+  // The gang at the cursor: walked as usual unless its shape has no room.
+  if (!at.gone) {
+    auto shape = shapes.find({at.req.pool, AmountOf(at.req)});
+    if (shape == shapes.end() || !cache.without_room.contains(&*shape)) return at.order;
+  }
+  // The run ends at the first gang (walked in this pass) of a shape that has room.
+  std::optional<OrderKey> next;
+  for (const Shapes::value_type* entry : cache.with_room) {
+    auto it = entry->second.upper_bound(at.order);
+    while (it != entry->second.end() && std::get<2>(*it) >= pass_seq_limit_) ++it;
+    if (it != entry->second.end() && (!next || *it < *next)) next = *it;
+  }
+  if (!cache.texts) {
+    // The reasons QuotaFor gives the shapes without room, with the ledger as it is.
+    auto texts = std::make_shared<std::map<std::pair<std::string, Milli>, std::string>>();
+    const std::string& queue = ledger_.QueueName(team);
+    for (const Shapes::value_type* entry : cache.without_room) {
+      const std::string& pool = entry->first.first.empty() ? cache.any_pool : entry->first.first;
+      texts->try_emplace(entry->first, ledger_.Explain(queue, pool, entry->first.second));
+    }
+    cache.texts = std::move(texts);
+  }
+  SkippedRuns& runs = skipped_[t];
+  runs.pass = stats_.passes;
+  runs.runs.push_back(SkippedRun{.from = at.order, .to = next.value_or(OrderKey{}), .to_end = !next,
+                                 .seq_limit = pass_seq_limit_, .texts = cache.texts});
+  return next;
+}
+
+void Engine::RollSkippedRuns() {
+  if (!ledger_.enabled()) return;
+  const size_t teams = ledger_.config().queues.size();
+  skipped_.resize(teams);
+  skipped_before_.resize(teams);
+  for (size_t t = 0; t < teams; ++t) {
+    // The runs of the last pass are read by this one's walk (TryGang); older ones by nobody.
+    if (skipped_[t].pass + 1 == stats_.passes) {
+      std::swap(skipped_before_[t], skipped_[t]);
+    } else {
+      skipped_before_[t].runs.clear();
+    }
+    skipped_[t].runs.clear();
+  }
+}
+
+const std::string* Engine::SkippedWhy(const Waiting& w, uint64_t pass) const {
+  if (w.team < 0 || pass == 0) return nullptr;
+  const auto t = static_cast<size_t>(w.team);
+  const SkippedRuns* runs = nullptr;
+  if (t < skipped_.size() && skipped_[t].pass == pass && !skipped_[t].runs.empty()) runs = &skipped_[t];
+  if (!runs && t < skipped_before_.size() && skipped_before_[t].pass == pass) runs = &skipped_before_[t];
+  if (!runs || runs->runs.empty()) return nullptr;
+  // The last run starting at or before it.
+  auto run = std::upper_bound(runs->runs.begin(), runs->runs.end(), w.order,
+                              [](const OrderKey& o, const SkippedRun& r) { return o < r.from; });
+  if (run == runs->runs.begin()) return nullptr;
+  --run;
+  if ((!run->to_end && !(w.order < run->to)) || std::get<2>(w.order) >= run->seq_limit) return nullptr;
+  auto it = run->texts->find({w.req.pool, AmountOf(w.req)});
+  return it == run->texts->end() ? nullptr : &it->second;
+}
+
+void Engine::MaterializeSkippedWhys() {
+  if (skipped_.empty()) return;
+  for (auto& [key, w] : waiting_) {
+    if (w->why_pass == stats_.passes) continue;
+    if (const std::string* skipped = SkippedWhy(*w, stats_.passes)) {
+      w->why = *skipped;
+      w->why_pass = stats_.passes;
+    }
+  }
+}
+
+}  // namespace phalanx::scheduling
