@@ -56,6 +56,16 @@ class AdmissionTest : public PluginTest {
                              node["metadata"]["annotations"].contains("phalanx.io/gpu-state");
                     }).ok())
         << d.log();
+    // Kubelet has the plugin's devices (ListAndWatch) once it posts them allocatable; a pod that
+    // arrives before that is rejected (UnexpectedAdmissionError), by a real kubelet too.
+    EXPECT_TRUE(api_->WaitFor("nodes", "", name, [](const Json& node) {
+                      if (!node.contains("status") || !node["status"].contains("allocatable")) return false;
+                      for (const auto& [resource, amount] : node["status"]["allocatable"].items()) {
+                        if (resource.rfind("nvidia.com/", 0) == 0 && amount.is_string() && amount != "0") return true;
+                      }
+                      return false;
+                    }).ok())
+        << d.log();
     return n;
   }
   bool HasPodEvent(const std::string& pod, const std::string& reason, const std::string& note_part) {
