@@ -27,6 +27,7 @@
 #include "operator/controller/operator_metrics.h"
 #include "operator/controller/progress_service.h"
 #include "operator/cost/price_table.h"
+#include "operator/crds/apply_crds_command.h"
 
 namespace {
 
@@ -109,9 +110,19 @@ int main(int argc, char** argv) {
                  "Refresh status.preemptionCost (work at risk, checkpoint age) this often while a job runs")
       ->capture_default_str()->check(CLI::Range(1, 3600));
   log::AddLogFlags(app, log_options);
+  int crd_timeout_seconds = 60;
+  CLI::App* apply_crds = app.add_subcommand(
+      "apply-crds", "Install or upgrade this release's CRDs (server-side apply), wait until each is Established, "
+                    "and exit: the chart's pre-upgrade hook, since helm upgrade never updates crds/");
+  apply_crds->add_option("--timeout-seconds", crd_timeout_seconds, "How long to wait for each CRD to be Established")
+      ->capture_default_str()->check(CLI::Range(1, 600));
+  apply_crds->fallthrough();  // --kubeconfig and the log flags also after the subcommand
   CLI11_PARSE(app, argc, argv);
 
   if (Status s = log::InitLogging(log_options); !s.ok()) return Fail(s.message());
+  if (*apply_crds) {
+    return op::RunApplyCrds({.kubeconfig = kubeconfig, .timeout = std::chrono::seconds(crd_timeout_seconds)});
+  }
   auto logger = log::MakeLogger("operator");
   std::string metrics_host, progress_host;
   uint16_t metrics_port = 0, progress_port = 0;

@@ -362,7 +362,7 @@ void ApiRouter::Serve(http::Request& request, http::ResponseWriter& writer) {
     const bool existed = IsOk(store_.Get(kind, path.namespace_, path.name));
     return reply_object(*type == PatchType::kApply && !existed ? 201 : 200,
                         store_.Patch(kind, path.namespace_, path.name, *type, request.body,
-                                     Subresource::kNone));
+                                     Subresource::kNone, std::string(request.QueryValue("fieldManager").value_or(""))));
   }
   if (m == "DELETE") {
     DeleteOptions options;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "tests/fakes/apiserver/crd_schema.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
@@ -164,6 +165,59 @@ TEST(CrdSchemaRules, EveryRuleOfTheShippedGpuQueueCrdIsKnownToTheFake) {
   int rules = 0;
   walk(ShippedCrd("phalanx.io_gpuqueues.yaml"), &rules);
   EXPECT_EQ(rules, 7) << "a rule added to the CRD: add it to KnownRules() in crd_schema.cc";
+}
+
+// A real API server serves and validates with a CRD's new schema as soon as the update is stored
+// (what `phalanx-operator apply-crds` relies on during helm upgrade), and refuses what it never
+// allows: changing the group, scope or plural, or dropping a version objects are stored in.
+TEST_F(CrdSchemaTest, ACrdUpdateValidatesWithItsNewSchemaAndKeepsItsIdentity) {
+  const std::string crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gpuqueues.phalanx.io";
+  ASSERT_EQ(client_->Post(kQueues, Queue("before", {{"pool", "H100"}, {"nominal", 8}})).status, 201);
+  Json crd = client_->Get(crd_path).Json();
+  ASSERT_EQ(crd["status"]["storedVersions"], Json::array({"v1alpha1"})) << crd["status"].dump();
+  Json& cohort = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["cohort"];
+  ASSERT_TRUE(cohort.is_object()) << crd.dump();
+  cohort["maxLength"] = 2;
+  auto updated = client_->Put(crd_path, crd);
+  ASSERT_EQ(updated.status, 200) << updated.body;
+  EXPECT_EQ(updated.Json()["metadata"]["generation"], 2);
+  auto refused = client_->Post(kQueues, Queue("after", {{"pool", "H100"}, {"nominal", 8}}));  // cohort "lab"
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(refused.body.find("spec.cohort"), std::string::npos) << refused.body;
+
+  for (const auto& [what, field, value] :
+       {std::tuple{"group", "/spec/group", Json("example.com")}, std::tuple{"scope", "/spec/scope", Json("Namespaced")},
+        std::tuple{"plural", "/spec/names/plural", Json("queues")}}) {
+    Json changed = client_->Get(crd_path).Json();
+    changed[Json::json_pointer(field)] = value;
+    auto r = client_->Put(crd_path, changed);
+    EXPECT_EQ(r.status, 422) << what << ": " << r.body;
+    EXPECT_NE(r.body.find("field is immutable"), std::string::npos) << r.body;
+  }
+  Json renamed = client_->Get(crd_path).Json();
+  renamed["spec"]["versions"][0]["name"] = "v1beta1";
+  auto dropped = client_->Put(crd_path, renamed);
+  EXPECT_EQ(dropped.status, 422) << dropped.body;
+  EXPECT_NE(dropped.Json().value("message", "").find(
+                "status.storedVersions[0]: Invalid value: \"v1alpha1\": must appear in spec.versions"),
+            std::string::npos)
+      << dropped.body;
+  EXPECT_EQ(client_->Get(std::string(kQueues) + "/before").status, 200);
+}
+
+// Server-side apply: a field a manager applied before and no longer applies is removed; fields
+// another manager wrote stay (patch.h RemoveDroppedFields).
+TEST_F(CrdSchemaTest, ApplyRemovesWhatTheSameManagerStoppedApplying) {
+  const std::string path = "/api/v1/namespaces/default/configmaps/settings";
+  const auto apply = [&](const std::string& manager, const std::string& yaml) {
+    return client_->Patch(path + "?fieldManager=" + manager + "&force=true", yaml, "application/apply-patch+yaml");
+  };
+  const std::string head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n";
+  ASSERT_EQ(apply("release", head + "data:\n  a: \"1\"\n  b: \"2\"\n").status, 201);
+  ASSERT_EQ(apply("operator", head + "data:\n  c: \"3\"\n").status, 200);
+  auto second = apply("release", head + "data:\n  a: \"10\"\n");
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(second.Json()["data"], (Json{{"a", "10"}, {"c", "3"}})) << second.body;
 }
 
 }  // namespace

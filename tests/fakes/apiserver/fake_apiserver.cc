@@ -223,10 +223,12 @@ Result<json::Json> FakeApiServer::UpdateStatus(std::string_view resource, json::
 
 Result<json::Json> FakeApiServer::Patch(std::string_view resource, std::string_view namespace_,
                                         std::string_view name, PatchType type,
-                                        std::string_view patch, bool status) {
+                                        std::string_view patch, bool status,
+                                        std::string_view field_manager) {
   PHX_ASSIGN_OR_RETURN(KindInfo kind, Kind(resource));
   return ObjectOrError(store_->Patch(kind, std::string(namespace_), std::string(name), type, patch,
-                                     status ? Subresource::kStatus : Subresource::kNone));
+                                     status ? Subresource::kStatus : Subresource::kNone,
+                                     std::string(field_manager)));
 }
 
 Result<json::Json> FakeApiServer::Delete(std::string_view resource, std::string_view namespace_,

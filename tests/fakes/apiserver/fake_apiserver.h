@@ -87,9 +87,10 @@ class FakeApiServer {
                                        std::string_view field_selector = "");
   Result<json::Json> Update(std::string_view resource, json::Json object);
   Result<json::Json> UpdateStatus(std::string_view resource, json::Json object);
+  // `field_manager`: server-side apply's manager (PatchType::kApply).
   Result<json::Json> Patch(std::string_view resource, std::string_view namespace_,
                            std::string_view name, PatchType type, std::string_view patch,
-                           bool status = false);
+                           bool status = false, std::string_view field_manager = "");
   // The object's last state when it is gone, or its terminating state.
   Result<json::Json> Delete(std::string_view resource, std::string_view namespace_,
                             std::string_view name, const DeleteOptions& options = {});

@@ -88,6 +88,20 @@ Result<PatchType> PatchTypeFromContentType(std::string_view content_type) {
                               std::string(content_type) + "\"");
 }
 
+void RemoveDroppedFields(json::Json& target, const json::Json& before, const json::Json& now) {
+  if (!target.is_object() || !before.is_object()) return;
+  for (const auto& [key, old_value] : before.items()) {
+    auto target_it = target.find(key);
+    if (target_it == target.end()) continue;
+    auto now_it = now.is_object() ? now.find(key) : now.end();
+    if (!now.is_object() || now_it == now.end()) {
+      target.erase(key);
+    } else if (old_value.is_object() && now_it->is_object()) {
+      RemoveDroppedFields(*target_it, old_value, *now_it);
+    }
+  }
+}
+
 void MergeInto(json::Json& target, const json::Json& patch, bool strategic) {
   if (!patch.is_object()) {
     target = patch;

@@ -7,9 +7,10 @@
 //                                           uid) and `finalizers` merges as a set; no $patch,
 //                                           $retainKeys or $setElementOrder directives
 //   application/apply-patch+yaml            server-side apply, simplified: the YAML/JSON body is
-//                                           merged like a strategic merge patch (no managedFields,
-//                                           no ownership conflicts, fields a manager stops
-//                                           applying are not removed)
+//                                           merged like a strategic merge patch, after removing
+//                                           the fields the same field manager applied last time
+//                                           and no longer applies (RemoveDroppedFields; no
+//                                           managedFields, no ownership conflicts between managers)
 // Pure functions. Thread-safe.
 #pragma once
 
@@ -33,6 +34,11 @@ Result<json::Json> ApplyPatch(const json::Json& target, PatchType type, std::str
 
 // RFC 7386 with the strategic list merges described above when `strategic`.
 void MergeInto(json::Json& target, const json::Json& patch, bool strategic);
+
+// Server-side apply's "a manager that stops applying a field removes it": erases from `target`
+// every field that `before` (the manager's previous applied configuration) set and `now` (its
+// new one) does not; recurses through objects present in both. Lists are atomic.
+void RemoveDroppedFields(json::Json& target, const json::Json& before, const json::Json& now);
 
 // YAML (a superset of JSON) to JSON; kInvalidArgument with the parser's position on error.
 Result<json::Json> YamlToJson(std::string_view text);

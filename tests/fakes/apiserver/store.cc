@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -170,6 +172,19 @@ ApiResult<ObjectPtr> Store::Create(const KindInfo& kind, const std::string& name
   return CreateLocked(kind, namespace_, std::move(object));
 }
 
+namespace {
+
+// The version a CRD stores (the one marked storage: true; RegisterCrd accepted the object).
+std::string StorageVersionOf(const json::Json& crd) {
+  std::string version;
+  for (const auto& v : crd["spec"]["versions"]) {
+    if (version.empty() || v.value("storage", false)) version = v["name"].get<std::string>();
+  }
+  return version;
+}
+
+}  // namespace
+
 ApiResult<ObjectPtr> Store::CreateLocked(const KindInfo& kind, const std::string& namespace_,
                                          json::Json object) {
   if (!object.is_object()) return BadRequest("the body of the request must be a JSON object");
@@ -226,12 +241,54 @@ ApiResult<ObjectPtr> Store::CreateLocked(const KindInfo& kind, const std::string
         {"conditions",
          {{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"}},
           {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"}}}},
-        {"acceptedNames", object["spec"]["names"]}};
+        {"acceptedNames", object["spec"]["names"]},
+        {"storedVersions", json::Json::array({StorageVersionOf(object)})}};
   } else if (kind.has_status && !(kind.group.empty() && kind.plural == "nodes")) {
     object.erase("status");  // status is written through /status only
   }
   if (auto invalid = ValidateCustomResource(kind, object)) return *invalid;
   return Commit(table, std::move(object), nullptr);
+}
+
+std::optional<ApiError> Store::UpdateCrdLocked(const KindInfo& kind, const json::Json& old_crd,
+                                               const json::Json& new_crd) {
+  const std::string name = internal::MetaString(new_crd, "name");
+  const auto at = [](const json::Json& crd, const char* a, const char* b = nullptr) {
+    const json::Json* v = &crd;
+    for (const char* key : {"spec", a, b}) {
+      if (key == nullptr) break;
+      if (!v->is_object() || !v->contains(key)) return json::Json();
+      v = &(*v)[key];
+    }
+    return *v;
+  };
+  for (const auto& [field, a, b] : {std::tuple{"spec.group", "group", (const char*)nullptr},
+                                    std::tuple{"spec.scope", "scope", (const char*)nullptr},
+                                    std::tuple{"spec.names.plural", "names", "plural"}}) {
+    if (at(old_crd, a, b) != at(new_crd, a, b)) {
+      return Invalid(kind.group, kind.kind, name,
+                     fmt::format("{}: Invalid value: {}: field is immutable", field,
+                                 json::Dump(at(new_crd, a, b))));
+    }
+  }
+  std::set<std::string> served;
+  for (const auto& v : at(new_crd, "versions")) {
+    if (v.is_object() && v.contains("name") && v["name"].is_string()) served.insert(v["name"].get<std::string>());
+  }
+  if (old_crd.contains("status") && old_crd["status"].contains("storedVersions")) {
+    int i = 0;
+    for (const auto& stored : old_crd["status"]["storedVersions"]) {
+      if (stored.is_string() && served.count(stored.get<std::string>()) == 0) {
+        return Invalid(kind.group, kind.kind, name,
+                       fmt::format("status.storedVersions[{}]: Invalid value: {}: must appear in "
+                                   "spec.versions", i, json::Dump(stored)));
+      }
+      ++i;
+    }
+  }
+  const Status registered = kinds_.RegisterCrd(new_crd);
+  if (!registered.ok()) return Invalid(kind.group, kind.kind, name, registered.message());
+  return std::nullopt;
 }
 
 ApiResult<ObjectPtr> Store::Seed(const KindInfo& kind, json::Json object) {
@@ -408,6 +465,11 @@ ApiResult<ObjectPtr> Store::UpdateLocked(Table& table, const ObjectPtr& current,
     if (kind.group.empty() && kind.plural == "pods") {
       if (auto error = ValidatePodUpdate(old, next)) return *error;
     }
+    if (kind.group == "apiextensions.k8s.io" && kind.plural == "customresourcedefinitions" &&
+        next != old) {
+      // A changed CRD serves and validates with its new versions and schemas at once.
+      if (auto error = UpdateCrdLocked(kind, old, next)) return *error;
+    }
     if (SpecPart(old) != SpecPart(next)) {
       meta["generation"] = old_meta.value("generation", int64_t{0}) + 1;
     }
@@ -430,28 +492,43 @@ ApiResult<ObjectPtr> Store::UpdateLocked(Table& table, const ObjectPtr& current,
 
 ApiResult<ObjectPtr> Store::Patch(const KindInfo& kind, const std::string& namespace_,
                                   const std::string& name, PatchType type, std::string_view body,
-                                  Subresource sub) {
+                                  Subresource sub, const std::string& field_manager) {
   std::lock_guard<std::mutex> lock(mu_);
   Table& table = TableFor(kind);
   auto it = table.objects.find((kind.namespaced ? namespace_ : "") + "/" + name);
+  std::optional<json::Json> applied_config;
+  if (type == PatchType::kApply) {
+    auto applied = YamlToJson(body);
+    if (!applied.ok()) return BadRequest(applied.status().message());
+    if (!applied->is_object()) return BadRequest("apply patch must be an object");
+    applied_config = std::move(applied).value();
+  }
+  const auto remember_applied = [&](const ApiResult<ObjectPtr>& result) {
+    if (applied_config && IsOk(result)) {
+      applied_[std::get<ObjectPtr>(result)->uid + "\n" + field_manager] = *applied_config;
+    }
+    return result;
+  };
   if (it == table.objects.end()) {
     if (type != PatchType::kApply || sub != Subresource::kNone) {
       return NotFound(kind.group, kind.plural, name);
     }
-    auto applied = YamlToJson(body);
-    if (!applied.ok()) return BadRequest(applied.status().message());
-    json::Json object = std::move(applied).value();
-    if (!object.is_object()) return BadRequest("apply patch must be an object");
+    json::Json object = *applied_config;
     const std::string body_name = internal::MetaString(object, "name");
     if (!body_name.empty() && body_name != name) {
       return BadRequest(fmt::format(
           "the name of the object ({}) does not match the name on the URL ({})", body_name, name));
     }
     Meta(object)["name"] = name;
-    return CreateLocked(kind, namespace_, std::move(object));
+    return remember_applied(CreateLocked(kind, namespace_, std::move(object)));
   }
   const ObjectPtr current = it->second;
-  auto patched = ApplyPatch(current->Parse(), type, body);
+  json::Json base = current->Parse();
+  if (applied_config) {
+    auto before = applied_.find(current->uid + "\n" + field_manager);
+    if (before != applied_.end()) RemoveDroppedFields(base, before->second, *applied_config);
+  }
+  auto patched = ApplyPatch(base, type, body);
   if (!patched.ok()) {
     if (patched.status().code() == StatusCode::kFailedPrecondition) {
       return Invalid(kind.group, kind.kind, name, patched.status().message());
@@ -466,7 +543,7 @@ ApiResult<ObjectPtr> Store::Patch(const KindInfo& kind, const std::string& names
                     "the object has been modified; please apply your changes to the latest "
                     "version and try again");
   }
-  return UpdateLocked(table, current, std::move(next), sub);
+  return remember_applied(UpdateLocked(table, current, std::move(next), sub));
 }
 
 ApiResult<DeleteResult> Store::Delete(const KindInfo& kind, const std::string& namespace_,

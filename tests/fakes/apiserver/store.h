@@ -121,10 +121,11 @@ class Store {
   // PUT (main or status endpoint).
   ApiResult<ObjectPtr> Update(const KindInfo& kind, const std::string& namespace_,
                               const std::string& name, json::Json object, Subresource sub);
-  // PATCH; apply creates the object when missing.
+  // PATCH; apply creates the object when missing, and removes the fields `field_manager`
+  // applied before and no longer applies (patch.h RemoveDroppedFields).
   ApiResult<ObjectPtr> Patch(const KindInfo& kind, const std::string& namespace_,
                              const std::string& name, PatchType type, std::string_view body,
-                             Subresource sub);
+                             Subresource sub, const std::string& field_manager = "");
   ApiResult<DeleteResult> Delete(const KindInfo& kind, const std::string& namespace_,
                                  const std::string& name, const DeleteOptions& options);
   // pods/binding: sets spec.nodeName (and the binding's annotations), PodScheduled=True. The
@@ -198,6 +199,10 @@ class Store {
   // each counted once); nullopt when a pod has none, or it is missing or has no replicas.
   std::optional<int64_t> ControllersScaleLocked(const std::vector<json::Json>& pods);
   std::optional<ApiError> ValidatePodUpdate(const json::Json& old_pod, const json::Json& new_pod);
+  // A CRD update as the real API server validates it (group, scope and plural immutable; every
+  // stored version still served), then re-registers the kind so its new schema applies at once.
+  std::optional<ApiError> UpdateCrdLocked(const KindInfo& kind, const json::Json& old_crd,
+                                          const json::Json& new_crd);
 
   bool MatchesWatch(const Watcher& w, const StoredObject& object) const;
   void Deliver(Watcher& w, const Event& event, std::string* out) const;
@@ -212,6 +217,8 @@ class Store {
   uint64_t compacted_rv_ = 0;  // versions below this are no longer in events_
   std::mt19937_64 rng_;
   std::map<std::string, Table> tables_;  // storage key -> table
+  // Server-side apply: each manager's last applied configuration, by "<uid>\n<manager>".
+  std::unordered_map<std::string, json::Json> applied_;
   std::deque<Event> events_;
   // owner uid -> (storage key, object key) of its dependents
   std::unordered_map<std::string, std::set<std::pair<std::string, std::string>>> dependents_;
