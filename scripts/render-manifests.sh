@@ -44,8 +44,10 @@ metadata:
   labels:
     app.kubernetes.io/part-of: phalanx
 HDR
+  # --no-hooks: the CRD upgrade hook needs helm; kubectl users upgrade the CRDs with
+  # `kubectl apply --server-side --force-conflicts -f manifests/crds/` (docs/install.md).
   "$helm" template "$RELEASE" "$repo/helm/phalanx" --namespace "$NAMESPACE" \
-    --kube-version "$KUBE_VERSION" --include-crds
+    --kube-version "$KUBE_VERSION" --include-crds --no-hooks
 } >"$out/install.yaml"
 
 {

@@ -77,6 +77,8 @@ const std::map<std::string, std::pair<std::string, bool>>& KnownKinds() {
       {"Secret", {"v1", true}},
       {"Certificate", {"cert-manager.io/v1", true}},
       {"Issuer", {"cert-manager.io/v1", true}},
+      // The CRD upgrade hook (crds.upgradeHook).
+      {"Job", {"batch/v1", true}},
   };
   return kinds;
 }
@@ -219,10 +221,56 @@ TEST(InstallManifestTest, CreatesTheNamespaceFirstAndCarriesEveryChartObject) {
   size_t crds = 0;  // every file the chart ships under crds/ (helm --include-crds)
   for (const auto& e : std::filesystem::directory_iterator(SourceDir() + "/helm/phalanx/crds"))
     crds += e.path().extension() == ".yaml" ? 1 : 0;
-  EXPECT_EQ(docs.size(), r.docs.size() + 1 + crds);
+  // Hooks need helm (install.yaml is for kubectl): rendered without them.
+  const size_t hooks = static_cast<size_t>(std::count_if(r.docs.begin(), r.docs.end(), [](const YAML::Node& d) {
+    return !Str(d, {"metadata", "annotations", "helm.sh/hook"}).empty();
+  }));
+  EXPECT_EQ(hooks, 4u);
+  EXPECT_EQ(docs.size(), r.docs.size() - hooks + 1 + crds);
   if (FileExists(SourceDir() + "/helm/phalanx/crds/phalanx.io_trainingjobs.yaml")) {
     EXPECT_EQ(Str(docs[1], {"kind"}), "CustomResourceDefinition");
   }
+}
+
+}  // namespace
+}  // namespace phalanx::chart_test
+
+namespace phalanx::chart_test {
+namespace {
+
+// helm upgrade never updates crds/: a pre-upgrade hook applies them with the operator image, with
+// a ServiceAccount whose only rights are Phalanx's two CRDs by name, created before the Job.
+TEST(CrdUpgradeHookTest, APreUpgradeJobAppliesTheCrdsWithRightsOnlyToThem) {
+  const Rendering& r = Render();
+  ASSERT_RENDERED(r);
+  const YAML::Node job = r.Get("Job", "phalanx-crd-upgrade");
+  ASSERT_TRUE(job.IsDefined());
+  EXPECT_EQ(Str(job, {"metadata", "annotations", "helm.sh/hook"}), "pre-upgrade");
+  EXPECT_EQ(Str(job, {"metadata", "annotations", "helm.sh/hook-weight"}), "0");
+  const YAML::Node pod = At(job, {"spec", "template", "spec"});
+  EXPECT_EQ(Str(pod, {"serviceAccountName"}), "phalanx-crd-upgrade");
+  EXPECT_EQ(Str(pod, {"restartPolicy"}), "Never");
+  const YAML::Node c = pod["containers"][0];
+  EXPECT_EQ(Str(c, {"image"}).find("phalanx-operator"), Str(c, {"image"}).rfind("/") + 1) << Str(c, {"image"});
+  EXPECT_EQ(c["args"][0].as<std::string>(), "apply-crds");
+  EXPECT_EQ(c["args"][1].as<std::string>(), "--timeout-seconds=60");
+  for (const char* kind : {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}) {
+    const YAML::Node o = r.Get(kind, "phalanx-crd-upgrade");
+    ASSERT_TRUE(o.IsDefined()) << kind;
+    EXPECT_EQ(Str(o, {"metadata", "annotations", "helm.sh/hook"}), "pre-upgrade") << kind;
+    EXPECT_EQ(Str(o, {"metadata", "annotations", "helm.sh/hook-weight"}), "-10") << kind << ": before the Job";
+  }
+  const YAML::Node rules = r.Get("ClusterRole", "phalanx-crd-upgrade")["rules"];
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0]["resources"][0].as<std::string>(), "customresourcedefinitions");
+  std::set<std::string> names;
+  for (const auto& n : rules[0]["resourceNames"]) names.insert(n.as<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"gpuqueues.phalanx.io", "trainingjobs.phalanx.io"}));
+
+  const Rendering& off = Render({"--set", "crds.upgradeHook.enabled=false"});
+  ASSERT_RENDERED(off);
+  EXPECT_TRUE(off.OfKind("Job").empty());
+  EXPECT_FALSE(off.Get("ClusterRole", "phalanx-crd-upgrade").IsDefined());
 }
 
 }  // namespace

@@ -181,7 +181,8 @@ TEST(ChartContractTest, ApiRequestTableParsesAndNamesEveryComponent) {
   ASSERT_TRUE(error.empty()) << error;
   std::set<std::string> components;
   for (const auto& r : reqs) components.insert(r.component);
-  EXPECT_EQ(components, (std::set<std::string>{"kube-scheduler", "extender", "device-plugin", "operator"}));
+  EXPECT_EQ(components,
+            (std::set<std::string>{"kube-scheduler", "extender", "device-plugin", "operator", "crd-upgrade"}));
   // Spot checks of requests the design cannot work without.
   auto has = [&](const std::string& c, const std::string& verb, const std::string& res) {
     return std::any_of(reqs.begin(), reqs.end(), [&](const ApiRequest& r) {
