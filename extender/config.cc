@@ -16,7 +16,7 @@ namespace {
 
 const std::set<std::string, std::less<>> kKnownKeys = {
     "weights", "tiers", "topologyLevels", "headOfLineSeconds", "gangTimeoutSeconds",
-    "httpTimeoutSeconds", "memberSettleMillis", "planTtlSeconds", "scheduling", "teamQueues"};
+    "httpTimeoutSeconds", "memberSettleMillis", "planTtlSeconds", "pdbOverrideAfterSeconds", "scheduling", "teamQueues"};
 
 Result<double> Number(const YAML::Node& node, const std::string& key) {
   try {
@@ -191,6 +191,11 @@ Result<ExtenderConfig> ParseConfig(std::string_view text) {
   PHX_RETURN_IF_ERROR(seconds("gangTimeoutSeconds", c.gang_timeout, 1));
   PHX_RETURN_IF_ERROR(seconds("httpTimeoutSeconds", c.http_timeout, 1));
   PHX_RETURN_IF_ERROR(seconds("planTtlSeconds", c.plan_ttl, 1));
+  PHX_RETURN_IF_ERROR(seconds("pdbOverrideAfterSeconds", c.pdb_override_after, 1));
+  if (c.pdb_override_after > std::chrono::hours(24)) {
+    return InvalidArgumentError("pdbOverrideAfterSeconds: at most 86400 (a day), got " +
+                                std::to_string(c.pdb_override_after.count()));
+  }
   if (const YAML::Node n = root["memberSettleMillis"]) {
     PHX_ASSIGN_OR_RETURN(int64_t v, Integer(n, "memberSettleMillis", 0));
     c.member_settle = std::chrono::milliseconds(v);

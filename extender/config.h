@@ -44,6 +44,11 @@ struct ExtenderConfig {
   std::chrono::milliseconds member_settle{2000};
   // An admitted plan nobody binds against is dropped after this long.
   std::chrono::seconds plan_ttl{300};
+  // A preempted gang of which some member is already gone, whose other members' evictions a
+  // PodDisruptionBudget keeps refusing: retried this long, then those members are deleted (the
+  // budget overridden, a Warning Event names it). A partly evicted gang cannot run, so waiting
+  // longer only holds its GPUs (extender/gang_evictor.h).
+  std::chrono::seconds pdb_override_after{60};
 
   // Index into tiers (0 = highest) of a priority value; the lowest tier if below all.
   int TierOf(int priority) const;

@@ -23,6 +23,9 @@ Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, L
       ledger_(config_.topology_levels),
       io_(writers) {
   evictor_.SetReport([this](const EvictionReport& r) { OnEvictionReport(r); });
+  GangEvictorOptions eviction;
+  eviction.deadline = config_.pdb_override_after;
+  evictor_.SetOptions(eviction);
 }
 
 Extender::~Extender() { io_.Drain(); }

@@ -36,7 +36,10 @@ Result<JobUsageRow> Row(const Json& item) {
   JobUsageRow r;
   r.ns = StringAt(item, {"metadata", "namespace"});
   r.name = StringAt(item, {"metadata", "name"});
-  r.queue = StringAt(item, {"metadata", "labels", kQueueLabel});
+  // The queue the operator labels the job's pods with (spec.scheduling.queue); a label on the
+  // TrainingJob itself is what older jobs and hand-written ones carry.
+  r.queue = StringAt(item, {"spec", "scheduling", "queue"});
+  if (r.queue.empty()) r.queue = StringAt(item, {"metadata", "labels", kQueueLabel});
   r.tier = cost::TierOf(StringAt(item, {"spec", "scheduling", "priorityClassName"}), std::nullopt);
   r.phase = StringAt(item, {"status", "phase"});
   const Json* status = json::Member(item, "status");

@@ -25,6 +25,23 @@ Json Job(const std::string& ns, const std::string& name, double gpu_s, double id
   return j;
 }
 
+// The operator labels a job's pods with spec.scheduling.queue (the documented way to name a
+// queue); the report groups by it, and by the TrainingJob's own label only when the spec has none.
+TEST(UsageReportTest, TheQueueIsSpecSchedulingQueueThenTheJobsLabel) {
+  Json by_spec = Job("team-a", "spec", 3600, 0, 2, "");
+  by_spec["spec"]["scheduling"]["queue"] = "research";
+  Json both = Job("team-a", "both", 3600, 0, 2, "old-label");
+  both["spec"]["scheduling"]["queue"] = "research";
+  Json by_label = Job("team-b", "label", 7200, 0, 4, "prod");
+  auto rep = BuildUsageReport(Json{{"items", {by_spec, both, by_label}}});
+  ASSERT_TRUE(rep.ok()) << rep.status();
+  ASSERT_EQ(rep->queues.size(), 2u);
+  EXPECT_EQ(rep->queues[0].key, "prod");
+  EXPECT_DOUBLE_EQ(rep->queues[0].gpu_hours, 2);
+  EXPECT_EQ(rep->queues[1].key, "research");
+  EXPECT_EQ(rep->queues[1].jobs, 2);
+}
+
 TEST(UsageReportTest, SumsPerNamespaceAndConvertsToHours) {
   Json list = {{"items", {Job("team-b", "y", 7200, 0, 5), Job("team-a", "x", 36000, 9000, 25),
                           Job("team-a", "w", 3600, 3600, 2.5)}}};

@@ -33,8 +33,11 @@ gangTimeoutSeconds: 90
 httpTimeoutSeconds: 100
 memberSettleMillis: 500
 planTtlSeconds: 30
+pdbOverrideAfterSeconds: 600
 )");
   ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->pdb_override_after.count(), 600);
+  EXPECT_EQ(DefaultConfig().pdb_override_after.count(), 60);
   EXPECT_EQ(c->weights.topology, 2);
   EXPECT_EQ(c->head_of_line.count(), 60);
   EXPECT_EQ(c->BarrierTimeout(c->gang_timeout).count(), 90);
@@ -50,6 +53,8 @@ TEST(ConfigTest, RejectsBadFilesNamingTheKey) {
            {"topologyLevels: [topology.kubernetes.io/rack]", "kubernetes.io/hostname"},
            {"weights: {speed: 1}", "weights.speed"},
            {"headOfLineSeconds: soon", "headOfLineSeconds"},
+           {"pdbOverrideAfterSeconds: 0", "pdbOverrideAfterSeconds: must be >= 1, got 0"},
+           {"pdbOverrideAfterSeconds: 86401", "pdbOverrideAfterSeconds: at most 86400"},
            {"{", "line"}}) {
     auto c = ParseConfig(yaml);
     if (expect.empty()) {
