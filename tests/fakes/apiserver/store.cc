@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
-#include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -172,19 +170,6 @@ ApiResult<ObjectPtr> Store::Create(const KindInfo& kind, const std::string& name
   return CreateLocked(kind, namespace_, std::move(object));
 }
 
-namespace {
-
-// The version a CRD stores (the one marked storage: true; RegisterCrd accepted the object).
-std::string StorageVersionOf(const json::Json& crd) {
-  std::string version;
-  for (const auto& v : crd["spec"]["versions"]) {
-    if (version.empty() || v.value("storage", false)) version = v["name"].get<std::string>();
-  }
-  return version;
-}
-
-}  // namespace
-
 ApiResult<ObjectPtr> Store::CreateLocked(const KindInfo& kind, const std::string& namespace_,
                                          json::Json object) {
   if (!object.is_object()) return BadRequest("the body of the request must be a JSON object");
@@ -242,53 +227,12 @@ ApiResult<ObjectPtr> Store::CreateLocked(const KindInfo& kind, const std::string
          {{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"}},
           {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"}}}},
         {"acceptedNames", object["spec"]["names"]},
-        {"storedVersions", json::Json::array({StorageVersionOf(object)})}};
+        {"storedVersions", json::Json::array({internal::StorageVersionOf(object)})}};
   } else if (kind.has_status && !(kind.group.empty() && kind.plural == "nodes")) {
     object.erase("status");  // status is written through /status only
   }
   if (auto invalid = ValidateCustomResource(kind, object)) return *invalid;
   return Commit(table, std::move(object), nullptr);
-}
-
-std::optional<ApiError> Store::UpdateCrdLocked(const KindInfo& kind, const json::Json& old_crd,
-                                               const json::Json& new_crd) {
-  const std::string name = internal::MetaString(new_crd, "name");
-  const auto at = [](const json::Json& crd, const char* a, const char* b = nullptr) {
-    const json::Json* v = &crd;
-    for (const char* key : {"spec", a, b}) {
-      if (key == nullptr) break;
-      if (!v->is_object() || !v->contains(key)) return json::Json();
-      v = &(*v)[key];
-    }
-    return *v;
-  };
-  for (const auto& [field, a, b] : {std::tuple{"spec.group", "group", (const char*)nullptr},
-                                    std::tuple{"spec.scope", "scope", (const char*)nullptr},
-                                    std::tuple{"spec.names.plural", "names", "plural"}}) {
-    if (at(old_crd, a, b) != at(new_crd, a, b)) {
-      return Invalid(kind.group, kind.kind, name,
-                     fmt::format("{}: Invalid value: {}: field is immutable", field,
-                                 json::Dump(at(new_crd, a, b))));
-    }
-  }
-  std::set<std::string> served;
-  for (const auto& v : at(new_crd, "versions")) {
-    if (v.is_object() && v.contains("name") && v["name"].is_string()) served.insert(v["name"].get<std::string>());
-  }
-  if (old_crd.contains("status") && old_crd["status"].contains("storedVersions")) {
-    int i = 0;
-    for (const auto& stored : old_crd["status"]["storedVersions"]) {
-      if (stored.is_string() && served.count(stored.get<std::string>()) == 0) {
-        return Invalid(kind.group, kind.kind, name,
-                       fmt::format("status.storedVersions[{}]: Invalid value: {}: must appear in "
-                                   "spec.versions", i, json::Dump(stored)));
-      }
-      ++i;
-    }
-  }
-  const Status registered = kinds_.RegisterCrd(new_crd);
-  if (!registered.ok()) return Invalid(kind.group, kind.kind, name, registered.message());
-  return std::nullopt;
 }
 
 ApiResult<ObjectPtr> Store::Seed(const KindInfo& kind, json::Json object) {

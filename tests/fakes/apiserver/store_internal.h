@@ -18,4 +18,7 @@ bool HasFinalizers(const json::Json& object);
 std::string HexEncode(std::string_view text);
 bool HexDecode(std::string_view hex, std::string* out);
 
+// The version a CRD stores (the one marked storage: true; RegisterCrd accepted the object).
+std::string StorageVersionOf(const json::Json& crd);
+
 }  // namespace phalanx::fakes::apiserver::internal
