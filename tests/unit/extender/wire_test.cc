@@ -163,11 +163,11 @@ TEST(WireTest, EncodesPrioritiesAsABareArray) {
 
 // The counted encoder (every name plain) and the appending one (a name needs escaping) must
 // write the same bytes: one reply each way, compared with the text built by hand, names of
-// every length around the 8-byte steps of the plain test.
+// every length around the 8-byte steps of the plain test and the 4/8/16/32-byte copies.
 TEST(WireTest, FilterReplyIsTheSameWhetherNamesNeedEscapingOrNot) {
   for (bool escaped : {false, true}) {
     std::vector<std::string> names;
-    for (int len = 1; len <= 20; ++len) names.push_back(std::string(static_cast<size_t>(len), 'n') + "-" + std::to_string(len));
+    for (int len = 1; len <= 40; ++len) names.push_back(std::string(static_cast<size_t>(len), 'n') + "-" + std::to_string(len));
     if (escaped) names.push_back("tab\there");
     FilterResult r;
     r.error = "late \"x\"";
