@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -46,29 +47,37 @@ ReasonKey ReasonKeyOf(const placement::Feasibility& f, placement::PoolId pool) {
 // FailedAndUnresolvableNodes), not by the words. Each node's numbers (free, held, reserved)
 // are in `phalanx explain` (RecordFilterSummary): on a full cluster of 5,000 nodes the
 // detailed text was ~85 bytes per node, a 0.5 MB reply (bench/RESULTS.md, Extender).
-const char* WireReason(placement::UnfitReason reason) {
+const std::string& WireReason(placement::UnfitReason reason) {
   using placement::UnfitReason;
+  // Static: FailReason::Static shares them with no reference count.
+  static const std::string kUnschedulable = "node is unschedulable (cordoned)";
+  static const std::string kWrongPool = "node's GPU product is not the one the pod needs";
+  static const std::string kTooFew = "Insufficient nvidia.com/gpu (node has fewer GPUs)";
+  static const std::string kUnhealthy = "Insufficient nvidia.com/gpu (unhealthy GPUs)";
+  static const std::string kReserved = "Insufficient nvidia.com/gpu (reserved by gang plans)";
+  static const std::string kInUse = "Insufficient nvidia.com/gpu";
+  static const std::string kLowerTiers = "Insufficient nvidia.com/gpu (held by lower tiers)";
   switch (reason) {
     case UnfitReason::kFits: break;
-    case UnfitReason::kNodeUnschedulable: return "node is unschedulable (cordoned)";
-    case UnfitReason::kWrongPool: return "node's GPU product is not the one the pod needs";
-    case UnfitReason::kTooFewGpus: return "Insufficient nvidia.com/gpu (node has fewer GPUs)";
-    case UnfitReason::kUnhealthyGpus: return "Insufficient nvidia.com/gpu (unhealthy GPUs)";
-    case UnfitReason::kReservedByPlans: return "Insufficient nvidia.com/gpu (reserved by gang plans)";
-    case UnfitReason::kInUseByHigherTiers: return "Insufficient nvidia.com/gpu";
-    case UnfitReason::kInUseByLowerTiers: return "Insufficient nvidia.com/gpu (held by lower tiers)";
+    case UnfitReason::kNodeUnschedulable: return kUnschedulable;
+    case UnfitReason::kWrongPool: return kWrongPool;
+    case UnfitReason::kTooFewGpus: return kTooFew;
+    case UnfitReason::kUnhealthyGpus: return kUnhealthy;
+    case UnfitReason::kReservedByPlans: return kReserved;
+    case UnfitReason::kInUseByHigherTiers: return kInUse;
+    case UnfitReason::kInUseByLowerTiers: return kLowerTiers;
   }
-  return "Insufficient nvidia.com/gpu";
+  return kInUse;
 }
 
-// Each candidate's node index (-1: not in the ledger), resolved before any node is judged: the
-// lookups do not depend on one another, so the CPU overlaps their cache misses (one lookup per
-// name was a quarter of a 5,000-name filter, mostly waiting on memory, when each waited behind
-// the previous node's check). Shared lock held.
+// Each candidate's node index (-1: not in the ledger), resolved before any node is judged and
+// as one batch (ClusterState::FindNodes): the lookups do not depend on one another, so their
+// cache misses overlap (one FindNode per name was ~20 % of a 5,000-name filter, mostly
+// waiting on memory). Shared lock held.
 std::vector<placement::NodeIndex> ResolveNames(const placement::ClusterState& state,
                                                const std::vector<std::string_view>& names) {
   std::vector<placement::NodeIndex> out(names.size());
-  for (size_t i = 0; i < names.size(); ++i) out[i] = state.FindNode(names[i]).value_or(-1);
+  state.FindNodes(names, out);
   return out;
 }
 
@@ -82,7 +91,10 @@ void PrefetchNode(const placement::ClusterState& state, const std::vector<placem
 }
 
 constexpr size_t kUnfitReasons = static_cast<size_t>(placement::UnfitReason::kInUseByLowerTiers) + 1;
-constexpr const char* kUnknownNodeReason = "node has no GPUs known to phalanx (no nvidia.com/gpu, or not yet synced)";
+const std::string& UnknownNodeReason() {
+  static const std::string text = "node has no GPUs known to phalanx (no nvidia.com/gpu, or not yet synced)";
+  return text;
+}
 
 }  // namespace
 
@@ -184,7 +196,7 @@ FilterResult Extender::Filter(const FilterArgs& args) {
     PrefetchNode(state, nodes, i);
     const placement::NodeIndex idx = nodes[i];
     if (idx < 0) {
-      if (!unknown) unknown = FailReason(kUnknownNodeReason);
+      if (!unknown) unknown = FailReason::Static(UnknownNodeReason());
       r.unresolvable.emplace_back(name, *unknown);
       continue;
     }
@@ -198,7 +210,7 @@ FilterResult Extender::Filter(const FilterArgs& args) {
     if (it == distinct.end()) it = distinct.insert(distinct.end(), Distinct{key, f, 0});
     ++it->nodes;
     auto& why = wire[static_cast<size_t>(f.reason)];
-    if (!why) why = FailReason(WireReason(f.reason));
+    if (!why) why = FailReason::Static(WireReason(f.reason));
     auto& out = f.resolvable_by_preemption() ? r.failed : r.unresolvable;
     if (out.empty()) out.reserve(args.node_names.size() - i);  // a full cluster fails them all: no regrowth
     out.emplace_back(name, *why);
@@ -219,7 +231,7 @@ FilterResult Extender::Filter(const FilterArgs& args) {
       judged += distinct[k].nodes;
     }
     const int unknown_nodes = static_cast<int>(r.unresolvable.size() + r.failed.size()) - judged;
-    if (unknown_nodes > 0) counts.emplace_back(kUnknownNodeReason, unknown_nodes);
+    if (unknown_nodes > 0) counts.emplace_back(UnknownNodeReason(), unknown_nodes);
     RecordFilterSummary(args.pod, 0, args.node_names.size(), counts);
   }
   return r;
@@ -307,14 +319,11 @@ std::vector<HostScore> Extender::Prioritize(const FilterArgs& args) {
   }
   const placement::PodRequest request = RequestOf(args.pod);
   const std::vector<placement::NodeIndex> nodes = ResolveNames(state, args.node_names);
+  // Batch scoring (placement::ScoreNodes): nodes alike in topology and free GPUs are scored
+  // once; unknown nodes and nodes the pod does not fit score 0.
+  const auto scores = placement::ScoreNodes(state, nodes, request, config_.weights);
   for (size_t i = 0; i < args.node_names.size(); ++i) {
-    PrefetchNode(state, nodes, i);
-    int score = 0;
-    if (nodes[i] >= 0) {
-      auto s = placement::ScoreNode(state, nodes[i], request, config_.weights);
-      if (s.ok()) score = std::clamp(s->Rounded(), 0, 10);
-    }
-    out.push_back({args.node_names[i], score});
+    out.push_back({args.node_names[i], scores[i] ? std::clamp(scores[i]->Rounded(), 0, 10) : 0});
   }
   return out;
 }

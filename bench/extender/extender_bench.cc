@@ -147,6 +147,27 @@ void BM_FilterServerTimeNoFit(benchmark::State& state) {
 }
 BENCHMARK(BM_FilterServerTimeNoFit)->Arg(500)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
+// The no-fit reply alone: 5,000 names refused for one shared reason (what a full cluster
+// answers), encoded. Its bytes are what kube-scheduler reads back (issue 23). escaped:1 puts a
+// tab in the last name, which sends the whole reply down the appending encoder (the one every
+// reply took before the counted one).
+void BM_EncodeNoFitReply(benchmark::State& state) {
+  static const std::string kReason = "Insufficient nvidia.com/gpu";
+  std::vector<std::string> names;
+  for (int i = 0; i < state.range(0); ++i) names.push_back(NodeName(i));
+  if (state.range(1)) names.back() += '\t';
+  FilterResult r;
+  for (const std::string& n : names) r.unresolvable.emplace_back(n, FailReason::Static(kReason));
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string reply = EncodeFilterResult(r);
+    bytes = reply.size();
+    benchmark::DoNotOptimize(reply.data());
+  }
+  state.counters["reply_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_EncodeNoFitReply)->ArgNames({"names", "escaped"})->Args({5000, 0})->Args({5000, 1})->Unit(benchmark::kMicrosecond);
+
 void BM_PrioritizeServerTime(benchmark::State& state) {
   Cluster& c = HalfBusy();
   const std::string body = FilterBody(WorkerPodJson("worker-0", 4), static_cast<int>(state.range(0)));

@@ -326,6 +326,17 @@ std::optional<NodeIndex> ClusterState::FindNode(std::string_view name) const {
   });
 }
 
+void ClusterState::FindNodes(std::span<const std::string_view> names, std::span<NodeIndex> out) const {
+  name_index_.FindMany(
+      names, out, [this](int32_t i) -> std::string_view { return nodes_[static_cast<size_t>(i)].spec.name.str(); },
+      [this](int32_t i) {
+        // The name object, and its characters where they live outside it (over 15 bytes).
+        const std::string& name = nodes_[static_cast<size_t>(i)].spec.name.str();
+        __builtin_prefetch(&name);
+        __builtin_prefetch(name.data());
+      });
+}
+
 PoolId ClusterState::FindPool(std::string_view pool) const {
   auto it = pool_ids_.find(std::string(pool));
   return it == pool_ids_.end() ? kNoPool : it->second;

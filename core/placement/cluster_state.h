@@ -208,6 +208,9 @@ class ClusterState {
   // Without building a NodeName (a string copy, an allocation for names over 15 bytes): the
   // extender resolves up to 5,000 request names per filter or prioritize.
   std::optional<NodeIndex> FindNode(std::string_view name) const;
+  // FindNode for each name (out[i] = -1 where unknown), the lookups overlapping in memory
+  // (NodeNameIndex::FindMany). `out` has names.size() entries.
+  void FindNodes(std::span<const std::string_view> names, std::span<NodeIndex> out) const;
   // Valid for indexes returned by FindNode/AddNode/Nodes and not removed since.
   const NodeState& node(NodeIndex index) const { return nodes_[static_cast<size_t>(index)]; }
   // Every live node, in no particular order.

@@ -1,16 +1,34 @@
 #include "core/placement/node_name_index.h"
 
+#include <cstring>
 #include <utility>
 
 namespace phalanx::placement {
 
 uint64_t NodeNameIndex::Hash(std::string_view name) {
-  // FNV-1a, then a final mix so nearby names ("node-00017", "node-00018") spread over the
-  // low bits the table indexes by.
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 1099511628211ull;
+  // Eight bytes a step (the last step overlapping the one before), each mixed in with a
+  // multiply, then a final mix so nearby names ("node-00017", "node-00018") spread over the
+  // low bits the table indexes by. Byte-at-a-time FNV-1a was ~7 % of a 5,000-name filter.
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+  const char* p = name.data();
+  const size_t n = name.size();
+  uint64_t h = 0xcbf29ce484222325ull ^ (n * kMul);
+  auto mix = [&](uint64_t word) {
+    h = (h ^ word) * kMul;
+    h ^= h >> 29;
+  };
+  if (n >= 8) {
+    uint64_t word;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      std::memcpy(&word, p + i, 8);
+      mix(word);
+    }
+    std::memcpy(&word, p + n - 8, 8);
+    mix(word);
+  } else {
+    uint64_t word = 0;
+    for (size_t i = 0; i < n; ++i) word |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    mix(word);
   }
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;

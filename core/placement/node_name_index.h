@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <algorithm>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -36,6 +38,43 @@ class NodeNameIndex {
       const Slot& s = slots_[i];
       if (s.index < 0) return std::nullopt;
       if (s.hash == h && name_of(s.index) == name) return s.index;
+    }
+  }
+  // Find for many names at once (out[i] = -1 where absent): every hash first, then every
+  // probe, then every confirming compare, each pass loading ahead of itself. One name at a
+  // time, each lookup's cache misses (slot, then the node's name) waited behind the previous
+  // name's; a batch keeps several in flight. `prefetch_name(index)` starts loading the name
+  // of an index that the confirming pass will read.
+  template <class F, class P>
+  void FindMany(std::span<const std::string_view> names, std::span<int32_t> out, const F& name_of,
+                const P& prefetch_name) const {
+    const size_t n = names.size();
+    if (slots_.empty()) {
+      std::fill(out.begin(), out.end(), -1);
+      return;
+    }
+    std::vector<uint64_t> hashes(n);
+    for (size_t i = 0; i < n; ++i) {
+      hashes[i] = Hash(names[i]);
+      __builtin_prefetch(&slots_[hashes[i] & mask_]);
+    }
+    // The first slot of the probe run with the same hash: almost always the name's own.
+    for (size_t i = 0; i < n; ++i) {
+      int32_t found = -1;
+      for (size_t j = hashes[i] & mask_;; j = (j + 1) & mask_) {
+        const Slot& s = slots_[j];
+        if (s.index < 0) break;
+        if (s.hash == hashes[i]) {
+          found = s.index;
+          break;
+        }
+      }
+      out[i] = found;
+      if (found >= 0) prefetch_name(found);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      // Another name with the same hash (or none): the full probe decides.
+      if (out[i] >= 0 && name_of(out[i]) != names[i]) out[i] = FindWith(names[i], name_of).value_or(-1);
     }
   }
   size_t size() const { return size_; }

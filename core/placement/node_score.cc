@@ -13,6 +13,9 @@ namespace phalanx::placement {
 namespace {
 
 bool IsShare(const PodRequest& r) { return r.milli < kMilliPerGpu; }
+bool ValidRequest(const PodRequest& r) {
+  return r.milli >= 1 && r.milli <= kMilliPerGpu && (IsShare(r) || (r.gpus >= 1 && r.gpus <= kMaxGpusPerNode));
+}
 
 // GPUs in a mask. std::popcount is a libgcc call in this build (no -mpopcnt), 7 % of a
 // 5,000-name filter; the SWAR count is a dozen inline instructions.
@@ -182,7 +185,7 @@ int NodeScore::Rounded() const {
 
 Result<NodeScore> ScoreNode(const ClusterState& s, NodeIndex node, const PodRequest& r, const ScoreWeights& w,
                             const GangContext& gang) {
-  if (r.milli < 1 || r.milli > kMilliPerGpu || (!IsShare(r) && (r.gpus < 1 || r.gpus > kMaxGpusPerNode))) {
+  if (!ValidRequest(r)) {
     return InvalidArgumentError(fmt::format("pod request of {} GPUs x {} milli is invalid", r.gpus, r.milli));
   }
   const Feasibility f = CheckFeasibility(s, node, r);
@@ -244,6 +247,54 @@ Result<NodeScore> ScoreNode(const ClusterState& s, NodeIndex node, const PodRequ
     den += w.locality;
   }
   out.total = den > 0 ? std::clamp(num / den, 0.0, 10.0) : 0.0;
+  return out;
+}
+
+std::vector<std::optional<NodeScore>> ScoreNodes(const ClusterState& s, std::span<const NodeIndex> nodes,
+                                                 const PodRequest& r, const ScoreWeights& w) {
+  std::vector<std::optional<NodeScore>> out(nodes.size());
+  if (!ValidRequest(r)) return out;  // ScoreNode: InvalidArgument for every node
+  // What a whole-GPU score reads besides the request and the weights (ScoreNode above):
+  // shares pick a GPU by each one's milli in use, so they are scored node by node.
+  struct Seen {
+    const BandwidthMatrix* bandwidth;
+    GpuMask whole, avail;
+    NodeScore score;
+  };
+  constexpr size_t kMaxSeen = 64;  // past it, score the rest node by node
+  std::vector<Seen> seen;
+  const Seen* last = nullptr;
+  constexpr size_t kAhead = 4;  // nodes are scattered in memory: start loading the next ones
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i + kAhead < nodes.size() && nodes[i + kAhead] >= 0) {
+      const char* ahead = reinterpret_cast<const char*>(&s.node(nodes[i + kAhead]));
+      for (size_t line = 0; line < sizeof(NodeState); line += 64) __builtin_prefetch(ahead + line);
+    }
+    const NodeIndex node = nodes[i];
+    if (node < 0 || !CheckFeasibility(s, node, r).fits()) continue;
+    if (IsShare(r)) {
+      if (auto score = ScoreNode(s, node, r, w); score.ok()) out[i] = *score;
+      continue;
+    }
+    const NodeState& n = s.node(node);
+    const Seen key{n.spec.bandwidth.get(), WholeGpus(n.spec), n.free | OwnReserved(s, node, r), {}};
+    auto same = [&](const Seen& e) { return e.bandwidth == key.bandwidth && e.whole == key.whole && e.avail == key.avail; };
+    if (!last || !same(*last)) {
+      auto it = std::find_if(seen.begin(), seen.end(), same);
+      if (it == seen.end()) {
+        auto score = ScoreNode(s, node, r, w);
+        if (!score.ok()) continue;
+        if (seen.size() == kMaxSeen) {
+          out[i] = *score;
+          continue;
+        }
+        if (seen.capacity() == 0) seen.reserve(kMaxSeen);  // `last` must stay valid
+        it = seen.insert(seen.end(), Seen{key.bandwidth, key.whole, key.avail, *score});
+      }
+      last = &*it;
+    }
+    out[i] = last->score;
+  }
   return out;
 }
 

@@ -28,6 +28,21 @@ TEST(WireTest, ParsesNodeNamesWithNodesNull) {
   EXPECT_EQ(args->pod.Key(), "ns/p");
 }
 
+// Plain names are viewed in place between their quotes (in the parser's padded copy of the
+// body); escaped ones are unescaped; spaces around tokens and non-strings as before.
+TEST(WireTest, NodeNamesReadPlainInPlaceAndEscapedUnescaped) {
+  json::FastJsonParser parser;
+  const std::string body = Body(R"(,"NodeNames":[ "a" , "b\"c","d\u0041",  "e\\f" ,"" ])");
+  auto args = ParseFilterArgs(body, parser);
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_EQ(args->node_names, (std::vector<std::string_view>{"a", "b\"c", "dA", "e\\f", ""}));
+  for (const char* bad : {R"(,"NodeNames":["a",1])", R"(,"NodeNames":["a",null])", R"(,"NodeNames":[{"x":"y"}])"}) {
+    auto r = ParseFilterArgs(Body(bad), parser);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("NodeNames[]"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(WireTest, MissingOrNullListsMeanNoCandidates) {
   json::FastJsonParser parser;
   for (const char* rest : {"", R"(,"NodeNames":null)", R"(,"Nodes":null,"NodeNames":null)", R"(,"NodeNames":[])"}) {
@@ -140,6 +155,57 @@ TEST(WireTest, JsonStringEscapesEveryByteThatNeedsItWhereverItIs) {
 TEST(WireTest, EncodesPrioritiesAsABareArray) {
   EXPECT_EQ(EncodeHostPriorities({{"a", 10}, {"b", 0}}), R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])");
   EXPECT_EQ(EncodeHostPriorities({}), "[]");
+  // Scores outside 0..10 and a name that needs escaping (the appending path) read the same.
+  EXPECT_EQ(EncodeHostPriorities({{"a-long-node-name.example", -3}, {"b", 123}}),
+            R"([{"Host":"a-long-node-name.example","Score":-3},{"Host":"b","Score":123}])");
+  EXPECT_EQ(EncodeHostPriorities({{"a", 1}, {"q\"x", 7}}), R"([{"Host":"a","Score":1},{"Host":"q\"x","Score":7}])");
+}
+
+// The counted encoder (every name plain) and the appending one (a name needs escaping) must
+// write the same bytes: one reply each way, compared with the text built by hand, names of
+// every length around the 8-byte steps of the plain test and the 4/8/16/32-byte copies.
+TEST(WireTest, FilterReplyIsTheSameWhetherNamesNeedEscapingOrNot) {
+  for (bool escaped : {false, true}) {
+    std::vector<std::string> names;
+    for (int len = 1; len <= 40; ++len) names.push_back(std::string(static_cast<size_t>(len), 'n') + "-" + std::to_string(len));
+    if (escaped) names.push_back("tab\there");
+    FilterResult r;
+    r.error = "late \"x\"";
+    static const std::string kReasonA = "reason a";
+    const FailReason a = FailReason::Static(kReasonA), b("reason \"b\"");
+    std::string want_passed, want_failed, want_unresolvable;
+    auto quote = [](const std::string& n) {
+      std::string q = "\"";
+      for (char c : n) q += c == '\t' ? std::string("\\t") : std::string(1, c);
+      return q + "\"";
+    };
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string& n = names[i];
+      if (i % 3 == 0) {
+        r.passed.push_back(n);
+        want_passed += (want_passed.empty() ? "" : ",") + quote(n);
+      } else if (i % 3 == 1) {
+        r.failed.emplace_back(n, a);
+        want_failed += (want_failed.empty() ? "" : ",") + quote(n) + R"(:"reason a")";
+      } else {
+        r.unresolvable.emplace_back(n, i % 2 ? a : b);
+        want_unresolvable += (want_unresolvable.empty() ? "" : ",") + quote(n) + (i % 2 ? R"(:"reason a")" : R"(:"reason \"b\"")");
+      }
+    }
+    EXPECT_EQ(EncodeFilterResult(r), R"({"Nodes":null,"NodeNames":[)" + want_passed + R"(],"FailedNodes":{)" +
+                                         want_failed + R"(},"FailedAndUnresolvableNodes":{)" + want_unresolvable +
+                                         R"(},"Error":"late \"x\""})")
+        << (escaped ? "appending" : "counted");
+  }
+}
+
+// A static reason is shared without an owner: copies keep its identity and text.
+TEST(WireTest, StaticFailReasonCopiesShareTheText) {
+  static const std::string text = "Insufficient nvidia.com/gpu";
+  const FailReason r = FailReason::Static(text);
+  const FailReason copy = r;
+  EXPECT_EQ(copy.id(), &text);
+  EXPECT_EQ(copy.str(), "Insufficient nvidia.com/gpu");
 }
 
 TEST(WireTest, PreemptMetaVictimsRoundTrip) {

@@ -1,5 +1,11 @@
 #include "core/placement/node_score.h"
 
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -210,6 +216,84 @@ TEST(NodeScoreTest, PickBestNodePrefersTheFullestFeasibleNode) {
   wrong.pool = "B200";
   EXPECT_FALSE(PickBestNode(s, wrong).has_value());
   EXPECT_FALSE(PickBestNode(s, Pod(9)).has_value());
+}
+
+// The batch form must answer exactly what ScoreNode answers node by node, whatever the mix:
+// shared and separate topologies, unhealthy GPUs, holders of several tiers, shares, a gang
+// reservation seen from its own pod and from others, unknown indexes and repeated nodes.
+TEST(NodeScoreTest, ScoreNodesEqualsScoreNodePerNode) {
+  ClusterState s(StandardLevels());
+  std::mt19937 rng(5);
+  const auto shared_nvswitch = NvSwitchMatrix(8);
+  std::vector<NodeIndex> all;
+  for (int i = 0; i < 120; ++i) {
+    NodeBuilder b = MakeNode(Numbered("n", i));
+    switch (i % 5) {
+      case 0: b.Topology(shared_nvswitch); break;  // one matrix for many nodes: the memo's case
+      case 1: b.NvSwitch(); break;                 // a matrix of its own
+      case 2: b.PcieFour(); break;
+      case 3: b.Gpus(4); break;                    // no topology
+      case 4: b.Topology(shared_nvswitch).Unhealthy({static_cast<int>(rng() % 8)}); break;
+    }
+    if (i % 17 == 0) b.Cordoned();
+    auto idx = s.AddNode(b.Build());
+    ASSERT_TRUE(idx.ok()) << idx.status();
+    all.push_back(*idx);
+  }
+  for (int i = 0; i < 120; ++i) {
+    const NodeName node(Numbered("n", i));
+    const int gpus = s.node(all[static_cast<size_t>(i)]).spec.gpu_count;
+    for (int g = 0; g < gpus; ++g) {
+      const int roll = static_cast<int>(rng() % 6);
+      const int priority = static_cast<int>(rng() % 3) * 100;
+      const std::string uid = fmt::format("p-{}-{}", i, g);
+      if (roll == 0) (void)s.Allocate(PodUid(uid), node, GpuMask{1} << g, priority);
+      if (roll == 1) (void)s.AllocateShare(PodUid(uid), node, g, 100 + static_cast<int>(rng() % 800), priority);
+    }
+  }
+  std::vector<MemberPlacement> plan;
+  for (int i = 0; i < 120; i += 7) {
+    const NodeIndex idx = all[static_cast<size_t>(i)];
+    const GpuMask free = s.node(idx).free;
+    if (free) plan.push_back({NodeName(Numbered("n", i)), free & (~free + 1), 0});  // lowest free GPU
+  }
+  ASSERT_TRUE(s.Reserve(GangKey("ml/g"), plan).ok());
+
+  std::vector<NodeIndex> asked = all;
+  asked.insert(asked.end(), all.begin(), all.begin() + 30);  // repeats
+  asked.push_back(-1);
+  std::shuffle(asked.begin(), asked.end(), rng);
+  const ScoreWeights weights{.topology = 2, .packing = 1, .locality = 1};
+  for (int trial = 0; trial < 60; ++trial) {
+    PodRequest r = Pod(1 + static_cast<int>(rng() % 8), static_cast<int>(rng() % 3) * 100);
+    if (trial % 4 == 1) r.milli = 100 + static_cast<int>(rng() % 900);  // a share
+    if (trial % 4 == 2) r.own_plan = GangKey("ml/g");
+    const auto batch = ScoreNodes(s, asked, r, weights);
+    ASSERT_EQ(batch.size(), asked.size());
+    int scored = 0;
+    for (size_t k = 0; k < asked.size(); ++k) {
+      SCOPED_TRACE(fmt::format("trial {} node {} gpus {} milli {}", trial, asked[k], r.gpus, r.milli));
+      if (asked[k] < 0) {
+        EXPECT_FALSE(batch[k].has_value());
+        continue;
+      }
+      const Result<NodeScore> one = ScoreNode(s, asked[k], r, weights);
+      ASSERT_EQ(batch[k].has_value(), one.ok());
+      if (!one.ok()) continue;
+      ++scored;
+      EXPECT_EQ(batch[k]->total, one->total);
+      EXPECT_EQ(batch[k]->topology, one->topology);
+      EXPECT_EQ(batch[k]->packing, one->packing);
+      EXPECT_EQ(batch[k]->topology_known, one->topology_known);
+      EXPECT_EQ(batch[k]->gpus, one->gpus);
+      EXPECT_EQ(batch[k]->ring_bandwidth_gbps, one->ring_bandwidth_gbps);
+    }
+    if (r.gpus <= 2) {
+      EXPECT_GT(scored, 0);  // the comparison compared something
+    }
+  }
+  PodRequest invalid = Pod(0);
+  for (const auto& score : ScoreNodes(s, asked, invalid)) EXPECT_FALSE(score.has_value());
 }
 
 TEST(NodeScoreTest, RejectsInvalidRequests) {
