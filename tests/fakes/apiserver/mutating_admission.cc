@@ -72,7 +72,8 @@ struct Reply {
 };
 
 // POST over TLS verifying the server against `ca_pem` for `server_name`, as kube-apiserver's
-// webhook client does.
+// webhook client does. Asynchronous operations under one deadline: beast's stream timeout
+// applies to those only (a synchronous read would wait for a hung webhook forever).
 Reply PostTls(const std::string& host, uint16_t port, const std::string& server_name, const std::string& ca_pem,
               const std::string& path, const std::string& body, std::chrono::seconds timeout) {
   namespace asio = boost::asio;
@@ -87,22 +88,33 @@ Reply PostTls(const std::string& host, uint16_t port, const std::string& server_
     beast::ssl_stream<beast::tcp_stream> stream(io, ctx);
     SSL_set_tlsext_host_name(stream.native_handle(), server_name.c_str());
     stream.set_verify_callback(ssl::host_name_verification(server_name));
-    beast::get_lowest_layer(stream).expires_after(timeout);
-    beast::get_lowest_layer(stream).connect(asio::ip::tcp::endpoint(asio::ip::make_address(host), port));
-    stream.handshake(ssl::stream_base::client);
     http::request<http::string_body> req{http::verb::post, path.empty() ? "/" : path, 11};
     req.set(http::field::host, server_name);
     req.set(http::field::content_type, "application/json");
     req.set(http::field::accept, "application/json");
     req.body() = body;
     req.prepare_payload();
-    http::write(stream, req);
     beast::flat_buffer buffer;
     http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    beast::error_code ignored;
-    stream.shutdown(ignored);
-    return {static_cast<int>(res.result_int()), res.body(), ""};
+    Reply reply;
+    auto fail = [&](const char* step, const beast::error_code& ec) { reply = {0, "", std::string(step) + ": " + ec.message()}; };
+    beast::get_lowest_layer(stream).expires_after(timeout);
+    beast::get_lowest_layer(stream).async_connect(
+        asio::ip::tcp::endpoint(asio::ip::make_address(host), port), [&](beast::error_code ec) {
+          if (ec) return fail("connect", ec);
+          stream.async_handshake(ssl::stream_base::client, [&](beast::error_code ec) {
+            if (ec) return fail("TLS handshake", ec);
+            http::async_write(stream, req, [&](beast::error_code ec, size_t) {
+              if (ec) return fail("write", ec);
+              http::async_read(stream, buffer, res, [&](beast::error_code ec, size_t) {
+                if (ec) return fail("read", ec);
+                reply = {static_cast<int>(res.result_int()), res.body(), ""};
+              });
+            });
+          });
+        });
+    io.run();
+    return reply;
   } catch (const std::exception& e) {
     return {0, "", e.what()};
   }
