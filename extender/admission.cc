@@ -220,6 +220,12 @@ placement::GangSpec Extender::SpecOf(const GangRecord& g, int members) const {
 }
 
 std::string Extender::TryPlan(GangRecord& g, MonotonicTime now, bool* over_quota) {
+  std::string why = TryPlanOnce(g, now, over_quota);
+  if (!why.empty()) g.filter_refusals++;
+  return why;
+}
+
+std::string Extender::TryPlanOnce(GangRecord& g, MonotonicTime now, bool* over_quota) {
   auto min = EffectiveMin(g, now);
   const int live = static_cast<int>(g.members.size());
   if (!min) {
@@ -297,7 +303,10 @@ void Extender::Tick() {
     std::unique_lock lock(mu_);
     ExpireBarriersAndPlans(now);
   }
-  if (leadership_.IsLeader()) Admit(now);
+  if (leadership_.IsLeader()) {
+    Admit(now);
+    RequeueUngatedGangs(now);
+  }
 }
 
 bool Extender::AnyExpired(MonotonicTime now) const {

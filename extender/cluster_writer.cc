@@ -18,6 +18,9 @@ Status RecordingWriter::PatchPodDevices(const PodRef& pod, const std::string& de
 }
 Status RecordingWriter::BindPod(const PodRef& pod, const std::string& node) { return Record("bind", pod.Key(), node); }
 Status RecordingWriter::LiftGangGate(const PodRef& pod) { return Record("ungate", pod.Key(), ""); }
+Status RecordingWriter::RequeuePod(const PodRef& pod, const std::string& stamp) {
+  return Record("requeue", pod.Key(), stamp);
+}
 Status RecordingWriter::EvictPod(const PodRef& pod, const std::string& reason) {
   return Record("evict", pod.Key(), reason);
 }

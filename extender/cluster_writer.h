@@ -33,6 +33,14 @@ class ClusterWriter {
   virtual Status BindPod(const PodRef& pod, const std::string& node) = 0;
   // Removes the phalanx.io/gang scheduling gate.
   virtual Status LiftGangGate(const PodRef& pod) = 0;
+  // Merge-patches metadata.annotations["phalanx.io/requeued-at"] = `stamp` on a pending pod, so
+  // that kube-scheduler retries it now (extender/gang_requeue.cc). Default: nothing to requeue
+  // (test writers that do not model kube-scheduler).
+  virtual Status RequeuePod(const PodRef& pod, const std::string& stamp) {
+    (void)pod;
+    (void)stamp;
+    return OkStatus();
+  }
   // POST pods/<name>/eviction (the API server adds DisruptionTarget when it allows it; a
   // PodDisruptionBudget refusal is a 429 that changes nothing).
   virtual Status EvictPod(const PodRef& pod, const std::string& reason) = 0;
@@ -49,7 +57,7 @@ class ClusterWriter {
 class RecordingWriter final : public ClusterWriter {
  public:
   struct Call {
-    std::string verb;    // "devices", "bind", "ungate", "evict", "delete", "preempt-request"
+    std::string verb;    // "devices", "bind", "ungate", "requeue", "evict", "delete", "preempt-request"
     std::string target;  // "ns/name" (pod or TrainingJob)
     std::string value;   // devices JSON, node, reason, request JSON
   };
@@ -57,6 +65,7 @@ class RecordingWriter final : public ClusterWriter {
   Status PatchPodDevices(const PodRef& pod, const std::string& devices_json) override;
   Status BindPod(const PodRef& pod, const std::string& node) override;
   Status LiftGangGate(const PodRef& pod) override;
+  Status RequeuePod(const PodRef& pod, const std::string& stamp) override;
   Status EvictPod(const PodRef& pod, const std::string& reason) override;
   Status DeletePod(const PodRef& pod, const std::string& reason) override;
   Status RequestGracefulPreemption(const std::string& ns, const std::string& job,

@@ -86,6 +86,9 @@ struct ExtenderStats {
   std::atomic<uint64_t> preempt_vetoed{0};
   std::atomic<uint64_t> evictions{0};
   std::atomic<uint64_t> write_errors{0};
+  // Ungated gang members touched (phalanx.io/requeued-at) so kube-scheduler retries them once
+  // their gang can be placed (gang_requeue.cc).
+  std::atomic<uint64_t> ungated_requeues{0};
 };
 
 class Extender {
@@ -192,6 +195,7 @@ class Extender {
   // gang's team queue's quota is refused with the queue's reason (QuotaRefusal), and
   // *over_quota set: preempting on its nodes would not help (it fits there).
   std::string TryPlan(GangRecord& g, MonotonicTime now, bool* over_quota = nullptr);
+  std::string TryPlanOnce(GangRecord& g, MonotonicTime now, bool* over_quota);  // TryPlan without the count
   // Why `members` of `g` on `pool` do not fit in its team queue now ("" = they do): the
   // engine's queue ledger plus uncounted_. mu_ held exclusively (reads engine_ and queues_
   // without admission_mu_: see the locking rule at the members).
@@ -259,6 +263,10 @@ class Extender {
   std::string DescribeQueue(const GangRecord& g) const;      // admission_mu_ and mu_ held
   std::string PoolOf(const GangRecord& g) const;  // the capacity pool a running gang holds GPUs in
   void LiftGates(const GangRecord& g);              // exclusive lock held
+  // --- ungated gangs in kube-scheduler's unschedulable queue (gang_requeue.cc) ---
+  // Plans complete ungated gangs refused at filter and touches their waiting members.
+  void RequeueUngatedGangs(MonotonicTime now);  // admission_mu_ held; takes mu_
+  bool RequeueDue(const GangRecord& g, MonotonicTime now) const;  // admission_mu_ and mu_ held
   void RecordFilterSummary(const PodInfo& pod, const FilterResult& r);
   // The same from counts per reason text (the whole-GPU filter's detailed texts).
   void RecordFilterSummary(const PodInfo& pod, size_t passed, size_t candidates,
@@ -297,6 +305,8 @@ class Extender {
   MonotonicTime last_full_pass_{};                // guarded by admission_mu_
   QueueAssignment queues_;                        // guarded by admission_mu_ + mu_ (the rule above): from the GpuQueues
   std::map<GangKey, std::string> engine_queue_of_;  // guarded by admission_mu_: queue each engine gang was given
+  std::map<GangKey, std::pair<int, int>> requeue_tried_;  // guarded by admission_mu_: (members, min) planned at tick
+  std::map<PodUid, MonotonicTime> requeued_;              // guarded by admission_mu_: member -> plan it was touched for
   std::function<void()> admission_hook_for_test_;
   // MIG pods booked in engine_ (BookMigHolders): when first booked (engine seconds).
   std::map<PodUid, double> mig_booked_;            // guarded by admission_mu_

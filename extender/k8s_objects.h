@@ -33,6 +33,9 @@ inline constexpr std::string_view kGangTimeoutAnnotation = "phalanx.io/gang-time
 inline constexpr std::string_view kTopologyAnnotation = "phalanx.io/topology";
 inline constexpr std::string_view kTopologyModeAnnotation = "phalanx.io/topology-mode";
 inline constexpr std::string_view kDevicesAnnotation = "phalanx.io/devices";
+// Set by the active extender on an ungated gang member it refused, once the gang can be placed:
+// the pod update moves it out of kube-scheduler's unschedulable queue (extender/gang_requeue.cc).
+inline constexpr std::string_view kRequeueAnnotation = "phalanx.io/requeued-at";
 inline constexpr std::string_view kGpuStateAnnotation = "phalanx.io/gpu-state";
 inline constexpr std::string_view kPreemptRequestAnnotation = "phalanx.io/preempt-request";
 // Written by the device plugin on a pod whose GPUs stayed idle (docs/device-plugin.md "Utilisation").

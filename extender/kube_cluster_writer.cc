@@ -72,6 +72,15 @@ Status KubeClusterWriter::BindPod(const PodRef& pod, const std::string& node) {
   return Done("bind", pod.Key(), std::move(st));
 }
 
+Status KubeClusterWriter::RequeuePod(const PodRef& pod, const std::string& stamp) {
+  // The uid is a precondition: a pod re-created under the same name is not touched.
+  Json patch = {{"metadata", {{"annotations", {{std::string(kRequeueAnnotation), stamp}}}}}};
+  if (!pod.uid.empty()) patch["metadata"]["uid"] = pod.uid;
+  Status st = client_.Patch(kPods, pod.ns, pod.name, kube::PatchType::kMerge, patch).status();
+  if (IsNotFound(st) || kube::IsConflict(st)) st = OkStatus();  // gone or replaced: nothing to requeue
+  return Done("requeue", pod.Key(), std::move(st));
+}
+
 Status KubeClusterWriter::LiftGangGate(const PodRef& pod) {
   Status st = OkStatus();
   for (int attempt = 0; attempt < kUngateAttempts; ++attempt) {

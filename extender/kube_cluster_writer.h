@@ -33,6 +33,7 @@ class KubeClusterWriter final : public ClusterWriter {
   Status PatchPodDevices(const PodRef& pod, const std::string& devices_json) override;
   Status BindPod(const PodRef& pod, const std::string& node) override;
   Status LiftGangGate(const PodRef& pod) override;
+  Status RequeuePod(const PodRef& pod, const std::string& stamp) override;
   Status EvictPod(const PodRef& pod, const std::string& reason) override;
   Status DeletePod(const PodRef& pod, const std::string& reason) override;
   Status RequestGracefulPreemption(const std::string& ns, const std::string& job,

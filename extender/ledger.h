@@ -73,6 +73,7 @@ struct GangRecord {
   MonotonicTime planned_at{};
   std::map<PodUid, int> assignment;  // member -> plan ordinal
   std::string last_no_fit;           // why the last planning attempt failed, in words
+  int filter_refusals = 0;           // TryPlan failures: members refused at filter (gang_requeue.cc)
 
   // Effective min-members: annotation, else the settled labelled count.
   std::optional<int> MinMembers(MonotonicTime now) const { return settle.MinMembers(min_annotated, now); }

@@ -50,6 +50,7 @@
 #include "extender/scheduler_lease_follower.h"
 #include "extender/server.h"
 #include "extender/snapshot.h"
+#include "extender/webhook_cert_rotator.h"
 #include "extender/webhook_server.h"
 #include "extender/write_budget.h"
 
@@ -158,6 +159,11 @@ struct Flags {
   std::string webhook_addr, webhook_tls_cert, webhook_tls_key;
   std::string webhook_scheduler_name = "phalanx-scheduler";
   std::optional<extender::WebhookServerOptions> webhook;  // validated from the four above
+  // Self-managed certificate (extender/webhook_cert_rotator.h); replaces the two files.
+  std::string webhook_cert_secret, webhook_configuration, webhook_service;
+  std::string webhook_cert_dir = "/tmp/phalanx-webhook-certs";
+  std::string webhook_cert_validity = "365d", webhook_cert_ca_validity = "3650d", webhook_cert_renew_before = "30d";
+  std::optional<extender::WebhookCertOptions> webhook_certs;  // validated from the seven above
 };
 
 // Starts the webhook listener when configured; null when off. Failure: the message.
@@ -167,6 +173,7 @@ Result<std::unique_ptr<extender::WebhookServer>> StartWebhook(const Flags& flags
   extender::WebhookServerOptions options = *flags.webhook;
   options.logger = logger;
   auto webhook = std::make_unique<extender::WebhookServer>(std::move(options), registry);
+  if (flags.webhook_certs) return webhook;  // started by the certificate rotator (RunApiServer)
   if (Status st = webhook->Start(); !st.ok()) {
     return InvalidArgumentError("starting the webhook listener (--webhook-addr): " + std::string(st.message()));
   }
@@ -177,6 +184,7 @@ Result<std::unique_ptr<extender::WebhookServer>> StartWebhook(const Flags& flags
 
 int RunEmbedded(ShutdownSignal& shutdown, const Flags& flags, const extender::ExtenderConfig& config,
                 const extender::ServerAddresses& addresses, const std::shared_ptr<spdlog::logger>& logger) {
+  if (flags.webhook_certs) return Fail("--webhook-cert-secret needs an API server (not with --cluster-snapshot)");
   auto snapshot = extender::LoadSnapshotFile(flags.snapshot_file);
   if (!snapshot.ok()) return Fail(std::string(snapshot.status().message()));
 
@@ -276,6 +284,24 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
   if (Status st = server.Start(); !st.ok()) return Fail("starting HTTP servers: " + std::string(st.message()));
   auto webhook = StartWebhook(flags, registry, logger);
   if (!webhook.ok()) return Fail(std::string(webhook.status().message()));
+  // Self-managed certificate: every replica keeps the Secret, the caBundle and its files current
+  // and starts its listener once it has a pair.
+  std::unique_ptr<extender::WebhookCertRotator> cert_rotator;
+  if (flags.webhook_certs) {
+    extender::WebhookCertOptions cert_options = *flags.webhook_certs;
+    cert_options.logger = logger;
+    cert_rotator = std::make_unique<extender::WebhookCertRotator>(**client, std::move(cert_options), &registry);
+    cert_rotator->Start([&, started = false]() mutable {
+      if (started) return;  // later pairs: the listener re-reads the files itself
+      if (Status st = (*webhook)->Start(); !st.ok()) {
+        PHX_LOG_ERROR(logger, "Webhook listener did not start", kv("err", st.message()));
+        return;
+      }
+      started = true;
+      PHX_LOG_INFO(logger, "Webhook serving", kv("webhook", fmt::format("{}:{}", flags.webhook->host, (*webhook)->port())),
+                   kv("path", std::string(extender::kWebhookPath)), kv("certificate", "self-managed"));
+    });
+  }
   if (auto family = registry.AddGauge("phalanx_extender_leader",
                                       "1 while this replica is the active extender (holds the Lease and is synced).");
       family.ok()) {
@@ -433,6 +459,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
     if (elector) elector->Stop();  // releases the Lease so a standby takes over at once
     if (follower) follower->Stop();
     server.Shutdown();
+    if (cert_rotator) cert_rotator->Stop();
     if (*webhook) (*webhook)->Shutdown();
     queue_status.Stop();
     sync.Stop();
@@ -511,6 +538,22 @@ int main(int argc, char** argv) {
   app.add_option("--webhook-scheduler-name", f.webhook_scheduler_name,
                  "The webhook gates only gang pods with this spec.schedulerName")
       ->capture_default_str();
+  app.add_option("--webhook-cert-secret", f.webhook_cert_secret,
+                 "NAMESPACE/NAME of the Secret holding the self-managed webhook CA and certificate (made, shared "
+                 "by the replicas and renewed by the extender); replaces --webhook-tls-cert/--webhook-tls-key");
+  app.add_option("--webhook-configuration", f.webhook_configuration,
+                 "MutatingWebhookConfiguration whose webhooks get the self-managed CA bundle (caBundle)");
+  app.add_option("--webhook-service", f.webhook_service,
+                 "Service of the webhook, in the Secret's namespace: the certificate's DNS names");
+  app.add_option("--webhook-cert-dir", f.webhook_cert_dir,
+                 "Directory where the self-managed certificate and key are written for the listener")
+      ->capture_default_str();
+  app.add_option("--webhook-cert-validity", f.webhook_cert_validity,
+                 "Validity of a self-managed serving certificate (s, m, h or d)")->capture_default_str();
+  app.add_option("--webhook-cert-ca-validity", f.webhook_cert_ca_validity,
+                 "Validity of the self-managed CA (s, m, h or d)")->capture_default_str();
+  app.add_option("--webhook-cert-renew-before", f.webhook_cert_renew_before,
+                 "Renew the self-managed CA or serving certificate this long before it expires")->capture_default_str();
   log::AddLogFlags(app, f.log_options);
   CLI11_PARSE(app, argc, argv);
 
@@ -532,10 +575,24 @@ int main(int argc, char** argv) {
   if (Status st = extender::ParseHostPort(f.metrics_addr, &addresses.metrics_host, &addresses.metrics_port); !st.ok()) {
     return Fail("--metrics-addr " + std::string(st.message()));
   }
-  auto webhook = extender::WebhookOptionsFromFlags(f.webhook_addr, f.webhook_tls_cert, f.webhook_tls_key,
-                                                  f.webhook_scheduler_name);
-  if (!webhook.ok()) return Fail(std::string(webhook.status().message()));
-  f.webhook = std::move(*webhook);
+  auto certs = extender::WebhookCertOptionsFromFlags(f.webhook_cert_secret, f.webhook_configuration, f.webhook_service,
+                                                    f.webhook_cert_dir, f.webhook_cert_validity,
+                                                    f.webhook_cert_ca_validity, f.webhook_cert_renew_before);
+  if (!certs.ok()) return Fail(std::string(certs.status().message()));
+  f.webhook_certs = std::move(*certs);
+  if (f.webhook_certs) {
+    if (!f.webhook_tls_cert.empty() || !f.webhook_tls_key.empty()) {
+      return Fail("--webhook-cert-secret and --webhook-tls-cert/--webhook-tls-key exclude each other");
+    }
+    auto managed = extender::WebhookOptionsForManagedCerts(f.webhook_addr, f.webhook_cert_dir, f.webhook_scheduler_name);
+    if (!managed.ok()) return Fail(std::string(managed.status().message()));
+    f.webhook = std::move(*managed);
+  } else {
+    auto webhook = extender::WebhookOptionsFromFlags(f.webhook_addr, f.webhook_tls_cert, f.webhook_tls_key,
+                                                    f.webhook_scheduler_name);
+    if (!webhook.ok()) return Fail(std::string(webhook.status().message()));
+    f.webhook = std::move(*webhook);
+  }
   if (!f.snapshot_file.empty()) return RunEmbedded(shutdown, f, config, addresses, logger);
   return RunApiServer(shutdown, f, config, addresses, logger);
 }

@@ -85,6 +85,10 @@ ExtenderServer::ExtenderServer(Extender& extender, metrics::Registry& registry, 
         [&s] { return static_cast<double>(s.preempt_vetoed.load()); });
   gauge("phalanx_extender_api_write_errors", "Failed API writes (bind, patch, evict, ungate) since start.",
         [&s] { return static_cast<double>(s.write_errors.load()); });
+  gauge("phalanx_extender_ungated_requeues",
+        "Ungated gang members touched (phalanx.io/requeued-at) so kube-scheduler retries them once their gang "
+        "can be placed, since start.",
+        [&s] { return static_cast<double>(s.ungated_requeues.load()); });
 }
 
 ExtenderServer::~ExtenderServer() { Shutdown(); }

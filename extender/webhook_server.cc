@@ -63,6 +63,20 @@ Result<std::optional<WebhookServerOptions>> WebhookOptionsFromFlags(const std::s
   return std::optional<WebhookServerOptions>(std::move(options));
 }
 
+Result<WebhookServerOptions> WebhookOptionsForManagedCerts(const std::string& addr, const std::string& cert_dir,
+                                                           const std::string& scheduler_name) {
+  WebhookServerOptions options;
+  if (addr.empty()) return InvalidArgumentError("--webhook-cert-secret needs --webhook-addr");
+  if (Status st = ParseHostPort(addr, &options.host, &options.port); !st.ok()) {
+    return InvalidArgumentError("--webhook-addr " + std::string(st.message()));
+  }
+  if (scheduler_name.empty()) return InvalidArgumentError("--webhook-scheduler-name: empty");
+  options.cert_file = cert_dir + "/tls.crt";
+  options.key_file = cert_dir + "/tls.key";
+  options.review.scheduler_name = scheduler_name;
+  return options;
+}
+
 WebhookServer::WebhookServer(WebhookServerOptions options, metrics::Registry& registry)
     : options_(std::move(options)) {
   if (!options_.logger) options_.logger = spdlog::default_logger();

@@ -48,6 +48,11 @@ Result<std::optional<WebhookServerOptions>> WebhookOptionsFromFlags(const std::s
                                                                     const std::string& key_file,
                                                                     const std::string& scheduler_name);
 
+// The options when the certificate is self-managed (webhook_cert_rotator.h): the files in
+// `cert_dir` are written by the rotator, so they need not exist yet; Start once they do.
+Result<WebhookServerOptions> WebhookOptionsForManagedCerts(const std::string& addr, const std::string& cert_dir,
+                                                           const std::string& scheduler_name);
+
 class WebhookServer {
  public:
   WebhookServer(WebhookServerOptions options, metrics::Registry& registry);

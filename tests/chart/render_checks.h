@@ -20,12 +20,13 @@ struct Config {
   const Rendering& (*render)();
 };
 inline const Rendering& RenderDefault() { return Render(); }
-// ci/nondefault-values.yaml has the webhook with cert-manager; this one the helm-made certificate.
-inline const Rendering& RenderWebhook() { return Render({"--set", "webhook.enabled=true"}); }
+// Default values have the webhook with its self-managed certificate, ci/nondefault-values.yaml
+// with cert-manager; this one the helm-made certificate.
+inline const Rendering& RenderWebhook() { return Render({"--set", "webhook.selfManaged.enabled=false"}); }
 inline const std::vector<Config>& Configs() {
   static const std::vector<Config> configs = {{"default values", &RenderDefault},
                                               {"ci/nondefault-values.yaml", &RenderNonDefault},
-                                              {"webhook.enabled=true", &RenderWebhook}};
+                                              {"webhook.selfManaged.enabled=false", &RenderWebhook}};
   return configs;
 }
 

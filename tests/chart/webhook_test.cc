@@ -1,7 +1,8 @@
-// The chart's gang-gate admission webhook (templates/scheduler/webhook.yaml): off by default;
-// with a helm-made certificate or with cert-manager, the MutatingWebhookConfiguration, the
-// Service, the extender's flags and the mounted Secret must agree, and the helm-made
-// certificate must be one the API server accepts and the extender loads.
+// The chart's gang-gate admission webhook (templates/scheduler/webhook.yaml): on by default with
+// the extender's self-managed certificate; with it, a helm-made certificate or cert-manager, the
+// MutatingWebhookConfiguration, the Service, the extender's flags and the certificate's Secret
+// must agree, and the helm-made certificate must be one the API server accepts and the extender
+// loads. (webhook_install_test.cc runs a default install against the fake API server.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "core/kube/config.h"
+#include "extender/webhook_cert_rotator.h"
 #include "extender/webhook_server.h"
 #include "tests/chart/chart_env.h"
 #include "tests/chart/rendering.h"
@@ -25,7 +27,7 @@ const std::vector<std::vector<std::pair<std::string, std::string>>> kSelectors =
     {{"scheduling.x-k8s.io/pod-group", "Exists"}},
     {{"phalanx.io/queue", "Exists"}, {"phalanx.io/gang", "DoesNotExist"}, {"scheduling.x-k8s.io/pod-group", "DoesNotExist"}}};
 
-const Rendering& SelfSigned() { return Render({"--set", "webhook.enabled=true"}); }
+const Rendering& SelfSigned() { return Render({"--set", "webhook.selfManaged.enabled=false"}); }
 const Rendering& CertManager() {
   return Render({"--set", "webhook.enabled=true", "--set", "webhook.certManager.enabled=true"});
 }
@@ -81,6 +83,14 @@ void ExpectWiredTogether(const Rendering& r) {
     EXPECT_EQ(Str(h, {"sideEffects"}), "None");
     EXPECT_EQ(Str(h, {"failurePolicy"}), "Ignore") << "the webhook must never block pod creation";
     EXPECT_EQ(Str(h, {"timeoutSeconds"}), "5");
+    // Neither the release's own pods nor kube-system's ever wait on the webhook.
+    const YAML::Node ns = At(h, {"namespaceSelector", "matchExpressions"});
+    ASSERT_EQ(ns.size(), 1u);
+    EXPECT_EQ(Str(ns[0], {"key"}), "kubernetes.io/metadata.name");
+    EXPECT_EQ(Str(ns[0], {"operator"}), "NotIn");
+    std::set<std::string> excluded;
+    for (const auto& v : At(ns[0], {"values"})) excluded.insert(v.as<std::string>());
+    EXPECT_EQ(excluded, (std::set<std::string>{kNamespace, "kube-system"}));
     EXPECT_FALSE(At(h, {"matchConditions"}).IsDefined()) << "matchConditions is beta only from Kubernetes 1.28";
     const YAML::Node expr = At(h, {"objectSelector", "matchExpressions"});
     ASSERT_EQ(expr.size(), kSelectors[i].size());
@@ -113,6 +123,7 @@ void ExpectWiredTogether(const Rendering& r) {
   }
   EXPECT_EQ(Flag(ext, "webhook-addr"), ":" + container_port);
   EXPECT_EQ(Flag(ext, "webhook-scheduler-name"), "phalanx-scheduler");
+  if (!Flag(ext, "webhook-cert-secret").empty()) return;  // self-managed: OnByDefault...
   // The cert and key flags point into the mounted webhook Secret.
   std::string mount;
   for (const auto& m : At(ext, {"volumeMounts"})) {
@@ -128,14 +139,61 @@ void ExpectWiredTogether(const Rendering& r) {
   EXPECT_EQ(secret, kScheduler + "-webhook-tls");
 }
 
-TEST(WebhookChartTest, OffByDefault) {
-  for (const Rendering* r : {&Render(), &Render({"--set", "webhook.certManager.enabled=true"})}) {
+TEST(WebhookChartTest, OnByDefaultWithTheExtendersOwnCertificate) {
+  const Rendering& r = Render();
+  ASSERT_RENDERED(r);
+  ExpectWiredTogether(r);
+  EXPECT_TRUE(r.OfKind("Certificate").empty());
+  // An empty Secret for the extender to fill: no data, so upgrades keep what it wrote.
+  const std::string secret_name = kScheduler + "-webhook-certs";
+  YAML::Node secret = r.Get("Secret", secret_name);
+  ASSERT_TRUE(secret.IsDefined()) << r.text;
+  EXPECT_EQ(Str(secret, {"type"}), "Opaque");
+  EXPECT_FALSE(At(secret, {"data"}).IsDefined());
+  YAML::Node mwc = r.Get("MutatingWebhookConfiguration", kScheduler + "-gang-gate");
+  for (const auto& h : At(mwc, {"webhooks"})) {
+    EXPECT_FALSE(At(h, {"clientConfig", "caBundle"}).IsDefined()) << "the extender patches it in";
+  }
+  EXPECT_FALSE(At(mwc, {"metadata", "annotations", "cert-manager.io/inject-ca-from"}).IsDefined());
+  const YAML::Node ext = Extender(r);
+  EXPECT_EQ(Flag(ext, "webhook-cert-secret"), std::string(kNamespace) + "/" + secret_name);
+  EXPECT_EQ(Flag(ext, "webhook-configuration"), kScheduler + "-gang-gate");
+  EXPECT_EQ(Flag(ext, "webhook-service"), kScheduler);
+  EXPECT_EQ(Flag(ext, "webhook-cert-validity"), "365d");
+  EXPECT_EQ(Flag(ext, "webhook-cert-ca-validity"), "3650d");
+  EXPECT_EQ(Flag(ext, "webhook-cert-renew-before"), "30d");
+  EXPECT_TRUE(Flag(ext, "webhook-tls-cert").empty());
+  // The certificate directory is a writable emptyDir (the root file system is read-only).
+  std::string mount;
+  for (const auto& m : At(ext, {"volumeMounts"})) {
+    if (Str(m, {"name"}) == "webhook-certs") mount = Str(m, {"mountPath"});
+  }
+  EXPECT_EQ(Flag(ext, "webhook-cert-dir"), mount);
+  bool empty_dir = false;
+  for (const auto& v : At(r.Get("Deployment", kScheduler), {"spec", "template", "spec", "volumes"})) {
+    if (Str(v, {"name"}) == "webhook-certs") empty_dir = At(v, {"emptyDir"}).IsMap();
+  }
+  EXPECT_TRUE(empty_dir);
+  // The flags are the ones the extender accepts.
+  auto options = extender::WebhookCertOptionsFromFlags(
+      Flag(ext, "webhook-cert-secret"), Flag(ext, "webhook-configuration"), Flag(ext, "webhook-service"),
+      ::testing::TempDir() + "/phalanx-chart-webhook-certs", Flag(ext, "webhook-cert-validity"),
+      Flag(ext, "webhook-cert-ca-validity"), Flag(ext, "webhook-cert-renew-before"));
+  ASSERT_TRUE(options.ok()) << options.status().message();
+  ASSERT_TRUE(options->has_value());
+  EXPECT_EQ((*options)->policy.dns_names.front(), kServiceDns);
+}
+
+TEST(WebhookChartTest, OffWhenDisabled) {
+  for (const Rendering* r : {&Render({"--set", "webhook.enabled=false"}),
+                             &Render({"--set", "webhook.enabled=false", "--set", "webhook.certManager.enabled=true"})}) {
     ASSERT_RENDERED(*r);
     EXPECT_TRUE(r->OfKind("MutatingWebhookConfiguration").empty());
     EXPECT_TRUE(r->OfKind("Secret").empty());
     EXPECT_TRUE(r->OfKind("Certificate").empty());
     EXPECT_TRUE(WebhookFlags(Extender(*r)).empty());
     EXPECT_EQ(r->text.find("webhook-tls"), std::string::npos);
+    EXPECT_EQ(r->text.find("webhook-certs"), std::string::npos);
     for (const auto& p : At(r->Get("Service", kScheduler), {"spec", "ports"})) EXPECT_NE(Str(p, {"port"}), "443");
   }
 }
@@ -215,6 +273,8 @@ TEST(WebhookChartTest, InvalidWebhookValuesAreRejected) {
   ASSERT_TRUE(helm.error.empty()) << helm.error;
   struct Case { const char* set; const char* message; };
   for (const auto& c : {Case{"webhook.timeoutSeconds=60", "timeoutSeconds"}, Case{"webhook.port=0", "port"},
+                        Case{"webhook.selfManaged.renewBefore=30", "renewBefore"},
+                        Case{"webhook.selfManaged.certValidity=1y", "certValidity"},
                         Case{"webhook.certManager.issuerRef.kind=Vault", "kind"},
                         Case{"webhook.enable=true", "enable"}}) {
     SCOPED_TRACE(c.set);

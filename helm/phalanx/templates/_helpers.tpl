@@ -83,6 +83,15 @@ imagePullSecrets:
 
 {{/* The gang-gate webhook's serving Secret (tls.crt, tls.key, ca.crt) and its DNS names. */}}
 {{- define "phalanx.webhook.secretName" -}}{{ include "phalanx.scheduler.fullname" . }}-webhook-tls{{- end -}}
+{{/* Where the webhook's certificate comes from: cert-manager, phalanx (the extender, the
+default) or helm (generated once at install). */}}
+{{- define "phalanx.webhook.certSource" -}}
+{{- if .Values.webhook.certManager.enabled -}}cert-manager{{- else if .Values.webhook.selfManaged.enabled -}}phalanx{{- else -}}helm{{- end -}}
+{{- end -}}
+{{/* The Secret of the self-managed certificate (its own name: the helm-made one is type
+kubernetes.io/tls, and a Secret's type cannot change). */}}
+{{- define "phalanx.webhook.managedSecretName" -}}{{ include "phalanx.scheduler.fullname" . }}-webhook-certs{{- end -}}
+{{- define "phalanx.webhook.configurationName" -}}{{ include "phalanx.scheduler.fullname" . }}-gang-gate{{- end -}}
 {{- define "phalanx.webhook.dnsNames" -}}
 {{- $svc := include "phalanx.scheduler.fullname" . -}}
 {{- list (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace) | toJson -}}

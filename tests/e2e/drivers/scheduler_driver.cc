@@ -30,7 +30,7 @@ std::string CreationTime(const Json& pod) { return Str(pod, "metadata", "creatio
 }  // namespace
 
 SchedulerDriver::SchedulerDriver(SchedulerDriverOptions options, kube::KubeClient& client)
-    : options_(std::move(options)), client_(client), extender_url_(options_.extender_url) {}
+    : options_(std::move(options)), client_(client), extender_url_(options_.extender_url), queue_(options_.queue) {}
 
 SchedulerDriver::~SchedulerDriver() { Stop(); }
 
@@ -71,6 +71,20 @@ std::vector<ExtenderCall> SchedulerDriver::calls() const {
 std::vector<std::string> SchedulerDriver::errors() const {
   std::lock_guard<std::mutex> lock(mu_);
   return errors_;
+}
+
+std::vector<std::string> SchedulerDriver::queue_events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.events();
+}
+
+void SchedulerDriver::AttemptFailed(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (options_.kube_scheduler_queue) {
+    queue_.Failed(uid, std::chrono::steady_clock::now());
+  } else {
+    retry_after_[uid] = std::chrono::steady_clock::now() + options_.retry_unschedulable;
+  }
 }
 
 std::vector<std::string> SchedulerDriver::victims() const {
@@ -114,11 +128,22 @@ void SchedulerDriver::ScheduleOnce() {
     for (const auto& p : (*pods)["items"]) {
       if (Str(p, "spec", "schedulerName") != options_.scheduler_name) continue;
       if (!NodeName(p).empty() || Terminating(p) || Finished(p) || Gated(p)) continue;
-      if (assumed_.count(Uid(p))) continue;
       if (!hold_label_.empty() && Label(p, hold_label_) == hold_value_) continue;
+      if (options_.kube_scheduler_queue) {
+        queue.push_back(&p);  // the model decides (assumed pods included: it tracks their binds)
+        continue;
+      }
+      if (assumed_.count(Uid(p))) continue;
       auto r = retry_after_.find(Uid(p));
       if (r != retry_after_.end() && now < r->second) continue;
       queue.push_back(&p);
+    }
+    if (options_.kube_scheduler_queue) {
+      queue_.Observe(queue, *nodes, *pods, now);
+      std::map<std::string, const Json*> by_uid;
+      for (const Json* p : queue) by_uid[Uid(*p)] = p;
+      queue.clear();
+      for (const auto& uid : queue_.PopReady(now)) queue.push_back(by_uid.at(uid));
     }
     // Forget assumptions the API server now reflects (bound) or that vanished.
     for (auto it = assumed_.begin(); it != assumed_.end();) {
@@ -129,7 +154,7 @@ void SchedulerDriver::ScheduleOnce() {
       it = pending ? std::next(it) : assumed_.erase(it);
     }
   }
-  std::stable_sort(queue.begin(), queue.end(), [](const Json* a, const Json* b) {
+  if (!options_.kube_scheduler_queue) std::stable_sort(queue.begin(), queue.end(), [](const Json* a, const Json* b) {
     if (Priority(*a) != Priority(*b)) return Priority(*a) > Priority(*b);
     return CreationTime(*a) < CreationTime(*b);
   });
@@ -159,10 +184,7 @@ void SchedulerDriver::TrySchedule(const Json& pod, const Json& nodes, const Json
     if (Terminating(n)) continue;
     if (want == 0 || NodeAllocatableGpus(n) - used[Name(n)] >= want) names.push_back(Name(n));
   }
-  auto backoff = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    retry_after_[uid] = std::chrono::steady_clock::now() + options_.retry_unschedulable;
-  };
+  auto backoff = [&] { AttemptFailed(uid); };
   std::set<std::string> unresolvable;
   Json passed = Json::array();
   if (!names.empty()) {
@@ -195,6 +217,7 @@ void SchedulerDriver::TrySchedule(const Json& pod, const Json& nodes, const Json
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (options_.kube_scheduler_queue) queue_.Scheduled(uid);
   assumed_[uid] = {best, want};
   binds_.push_back(std::async(std::launch::async, [this, pod, best, want] { Bind(pod, best, want); }));
 }
@@ -207,9 +230,13 @@ void SchedulerDriver::Bind(Json pod, std::string node, int64_t gpus) {
   const bool ok = answer.is_object() &&
                   (!answer.contains("Error") || !answer["Error"].is_string() || answer["Error"].get<std::string>().empty());
   if (ok) return;  // stays assumed until the API server shows it bound
-  std::lock_guard<std::mutex> lock(mu_);
-  assumed_.erase(uid);  // forget and retry, as the scheduler does after a failed bind
-  retry_after_[uid] = std::chrono::steady_clock::now() + options_.retry_unschedulable;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    assumed_.erase(uid);  // forget and retry, as the scheduler does after a failed bind
+    // v1.26 handleBindingCycleError: forgetting the assumed pod frees room for others.
+    if (options_.kube_scheduler_queue) queue_.MoveAll(std::chrono::steady_clock::now(), "AssignedPodDelete");
+  }
+  AttemptFailed(uid);
 }
 
 void SchedulerDriver::Preempt(const Json& pod, const Json& nodes, const Json& pods,

@@ -17,6 +17,10 @@
 //    then lowest-priority victims), add DisruptionTarget (PreemptionByScheduler) to each victim
 //    and delete it, and set the preemptor's status.nominatedNodeName. A pod whose nominated node
 //    still has terminating lower-priority pods waits instead of preempting again.
+// Retries: with `kube_scheduler_queue`, kube-scheduler v1.26's queue (scheduling_queue.h:
+// backoff 1-10 s, unschedulablePods left only on a pod update, a move event or after 5 min);
+// without it (the default, which the older scenarios were written against), a fixed
+// `retry_unschedulable` after every failure.
 // Every request and answer to the extender is recorded (for assertions on the wire format).
 // Polls the API server every `poll` on its own thread between Start() and Stop().
 #pragma once
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "core/kube/client.h"
+#include "tests/e2e/drivers/scheduling_queue.h"
 
 namespace phalanx::e2e {
 
@@ -40,7 +45,9 @@ struct SchedulerDriverOptions {
   std::string scheduler_name = "phalanx-scheduler";
   std::string extender_url;  // "http://127.0.0.1:PORT/v1" (the chart's urlPrefix)
   std::chrono::milliseconds poll{50};
-  std::chrono::milliseconds retry_unschedulable{250};  // per-pod backoff after a failed attempt
+  bool kube_scheduler_queue = false;                   // model v1.26's queue (see above)
+  SchedulingQueueOptions queue;
+  std::chrono::milliseconds retry_unschedulable{250};  // without the queue model: retry after a failure
   std::chrono::seconds http_timeout{60};               // the chart's httpTimeout (>= 30 s)
 };
 
@@ -71,6 +78,8 @@ class SchedulerDriver {
   std::vector<std::string> errors() const;
   // Pods deleted as preemption victims, in order ("<ns>/<name>").
   std::vector<std::string> victims() const;
+  // The queue model's move events so far (empty without it).
+  std::vector<std::string> queue_events() const;
 
  private:
   struct Assumed {
@@ -86,6 +95,7 @@ class SchedulerDriver {
   // POSTs to the extender; the parsed answer or null on a transport/HTTP/JSON failure.
   kube::Json Call(const std::string& verb, const std::string& pod_key, const kube::Json& body);
   void Bind(kube::Json pod, std::string node, int64_t gpus);
+  void AttemptFailed(const std::string& uid);  // back into the queue (or the fixed retry)
   void Error(std::string message);
 
   const SchedulerDriverOptions options_;
@@ -96,6 +106,7 @@ class SchedulerDriver {
   std::string hold_label_, hold_value_;
   std::map<std::string, Assumed> assumed_;                                    // uid -> node
   std::map<std::string, std::chrono::steady_clock::time_point> retry_after_;  // uid -> not before
+  SchedulingQueueModel queue_;                                                // with kube_scheduler_queue
   std::vector<ExtenderCall> calls_;
   std::vector<std::string> errors_;
   std::vector<std::string> victims_;

@@ -55,6 +55,9 @@ struct ClusterOptions {
   // once the API server runs and before any daemon starts: what the chart installs first
   // (e.g. helm/phalanx/crds/phalanx.io_gpuqueues.yaml).
   std::vector<std::string> manifests;
+  // The SchedulerDriver follows kube-scheduler v1.26's scheduling queue (drivers/scheduling_queue.h)
+  // instead of retrying every failed pod after 250 ms.
+  bool kube_scheduler_queue = false;
 };
 
 // Paths of the binaries under test (built by the e2e target's dependencies).

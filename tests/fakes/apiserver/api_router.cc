@@ -167,7 +167,8 @@ ApiRouter::ApiRouter(Store& store, KindRegistry& kinds, FaultInjector& faults,
       tokens_(tokens),
       scheduler_(scheduler),
       log_(log),
-      options_(options) {}
+      options_(options),
+      admission_(store, kinds) {}
 
 void ApiRouter::Handle(http::Request&& request, http::ResponseWriter&& writer) {
   // Each delayed request waits on its own timer, so parallel requests wait concurrently.
@@ -342,6 +343,13 @@ void ApiRouter::Serve(http::Request& request, http::ResponseWriter& writer) {
     if (!path.name.empty()) return bad(MethodNotAllowed("POST is only allowed on a collection"));
     auto body = ParseBody(request);
     if (!IsOk(body)) return bad(std::get<ApiError>(body));
+    if (kind.group.empty() && kind.plural == "pods") {
+      // Mutating admission runs before the object is stored, as kube-apiserver's chain does.
+      if (auto refused = admission_.AdmitPodCreate(path.namespace_, std::get<json::Json>(body),
+                                                   options_.on_webhook_call)) {
+        return bad(*refused);
+      }
+    }
     return reply_object(201, store_.Create(kind, path.namespace_, std::move(std::get<json::Json>(body))));
   }
   if (m == "PUT") {

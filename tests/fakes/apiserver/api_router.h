@@ -17,6 +17,7 @@
 #include "core/http/http_server.h"
 #include "tests/fakes/apiserver/faults.h"
 #include "tests/fakes/apiserver/kind_registry.h"
+#include "tests/fakes/apiserver/mutating_admission.h"
 #include "tests/fakes/apiserver/request_counts.h"
 #include "tests/fakes/apiserver/scheduler.h"
 #include "tests/fakes/apiserver/store.h"
@@ -48,6 +49,8 @@ class RequestLog {
 struct RouterOptions {
   bool gone_as_http_status = false;  // watch from a too old version: HTTP 410 (else ERROR event)
   RequestCounts* counts = nullptr;   // set: every request counted by client x verb x resource
+  // Sees every admission webhook call made for a pod create (mutating_admission.h).
+  std::function<void(const WebhookCall&)> on_webhook_call;
 };
 
 class ApiRouter {
@@ -74,6 +77,7 @@ class ApiRouter {
   Scheduler& scheduler_;
   RequestLog& log_;
   const RouterOptions options_;
+  const MutatingAdmission admission_;
 };
 
 }  // namespace phalanx::fakes::apiserver

@@ -65,6 +65,10 @@ FakeApiServer::FakeApiServer(FakeApiServerOptions options) : options_(std::move(
   RouterOptions router_options;
   router_options.gone_as_http_status = options_.gone_as_http_status;
   router_options.counts = &counts_;
+  router_options.on_webhook_call = [this](const WebhookCall& call) {
+    std::lock_guard lock(webhook_calls_mu_);
+    webhook_calls_.push_back(call);
+  };
   router_ = std::make_unique<ApiRouter>(*store_, kinds_, faults_, tokens_, scheduler_, log_,
                                         router_options);
   tokens_.Require(options_.required_token);
@@ -329,6 +333,11 @@ Status FakeApiServer::ComeUp() {
 bool FakeApiServer::down() const {
   std::lock_guard<std::mutex> lock(server_mu_);
   return server_ == nullptr;
+}
+
+std::vector<WebhookCall> FakeApiServer::WebhookCalls() const {
+  std::lock_guard lock(webhook_calls_mu_);
+  return webhook_calls_;
 }
 
 }  // namespace phalanx::fakes::apiserver

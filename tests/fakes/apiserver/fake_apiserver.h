@@ -139,6 +139,8 @@ class FakeApiServer {
     return counts_.Count(client, verb, resource);
   }
   void ClearRequestCounts() { counts_.Clear(); }
+  // Admission webhook calls made for pod creates, oldest first (mutating_admission.h).
+  std::vector<WebhookCall> WebhookCalls() const;
 
  private:
   explicit FakeApiServer(FakeApiServerOptions options);
@@ -152,6 +154,8 @@ class FakeApiServer {
   TokenRegistry tokens_;
   RequestLog log_;
   RequestCounts counts_;
+  mutable std::mutex webhook_calls_mu_;
+  std::vector<WebhookCall> webhook_calls_;  // guarded by webhook_calls_mu_
   Scheduler scheduler_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<ApiRouter> router_;

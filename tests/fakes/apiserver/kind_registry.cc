@@ -51,6 +51,8 @@ KindRegistry::KindRegistry() {
            Kind("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", cluster, status),
            Kind("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", cluster, no_status),
+           Kind("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                "MutatingWebhookConfiguration", cluster, no_status),
            Kind("phalanx.io", "v1alpha1", "trainingjobs", "TrainingJob", ns, status, true),
        }) {
     kinds_.emplace(k.storage_key(), k);
