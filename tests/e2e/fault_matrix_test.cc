@@ -1,0 +1,356 @@
+// Issue 27 §3: the gang lifecycle under injected API faults. One cluster (fake API server, two
+// DGX H100 nodes with their device plugins, the operator, the extender, the scheduler and kubelet
+// drivers) runs every cell in turn: the cell's fault rules go into the fake API server
+// (tests/fakes/apiserver/faults.h), aimed at the daemons' clients by User-Agent (the drivers,
+// which play kube-scheduler and kubelet, are never faulted), then a spot 2 x 8 TrainingJob is
+// admitted, its gates lifted, bound, preempted by a phalanx-critical pod, restarted from its
+// checkpoint, and run to success. After each cell:
+//   - every rule fired (a cell whose fault never happened tests nothing);
+//   - no gang half-bound: every member of each attempt carried its devices and was ungated before
+//     the attempt's first Binding, and all were bound; no gang half-evicted: every attempt-1 member
+//     got DisruptionTarget and is gone;
+//   - the last committed checkpoint is never lost (attempt 2 resumes from it, the final status
+//     still has one) and the disruption is counted once (status.disruptions == 1);
+//   - no usage double-counted: status.usage.gpuSeconds = the pods' held GPU time from the API's
+//     timestamps;
+//   - every daemon recovers without a restart: same processes, and the next cell runs on them.
+// The shared cluster is the point: a daemon left broken by one cell fails the next.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/json/json.h"
+#include "tests/e2e/drivers/time_format.h"
+#include "tests/e2e/scenario_helpers.h"
+#include "tests/e2e/scenario_objects.h"
+#include "tests/fakes/apiserver/raw_client.h"
+
+namespace phalanx::e2e {
+namespace {
+
+using fakes::apiserver::testing::RawClient;
+using kube::Json;
+using kube::resources::kPods;
+using kube::resources::kTrainingJobs;
+
+struct FaultCell {
+  std::string name;
+  std::vector<Json> rules;    // POST /fake/faults bodies; "name" is set from the cell
+  bool drop_watches = false;  // then end every watch, so the daemons watch again into the fault
+};
+
+// The daemons' clients: "phalanx-operator/…", "phalanx-extender/…", "phalanx-device-plugin". The
+// drivers' client is plain "phalanx".
+constexpr const char* kDaemons = "phalanx-";
+
+std::vector<FaultCell> Cells() {
+  return {
+      {"operator-create-pods-500",
+       {{{"client", "phalanx-operator"}, {"verb", "create"}, {"resource", "pods"}, {"code", 500}, {"count", 2}}}},
+      {"operator-create-pods-timeout-after-apply",
+       {{{"client", "phalanx-operator"}, {"verb", "create"}, {"resource", "pods"}, {"kind", "timeout"},
+         {"delayMs", 100}, {"afterApply", true}, {"count", 1}}}},
+      {"operator-status-429-retry-after",
+       {{{"client", "phalanx-operator"}, {"resource", "trainingjobs.phalanx.io/status"}, {"code", 429},
+         {"retryAfterSeconds", 1}, {"count", 3}}}},
+      {"operator-status-reset-after-apply",
+       {{{"client", "phalanx-operator"}, {"resource", "trainingjobs.phalanx.io/status"}, {"kind", "reset"},
+         {"afterApply", true}, {"count", 3}}}},
+      {"extender-patch-pods-503",
+       {{{"client", "phalanx-extender"}, {"verb", "patch"}, {"resource", "pods"}, {"code", 503}, {"count", 2}}}},
+      {"extender-bind-500",
+       {{{"client", "phalanx-extender"}, {"resource", "pods/binding"}, {"code", 500}, {"count", 1}}}},
+      {"extender-bind-reset-after-apply",
+       {{{"client", "phalanx-extender"}, {"resource", "pods/binding"}, {"kind", "reset"}, {"afterApply", true},
+         {"count", 1}}}},
+      {"extender-patch-pods-timeout",
+       {{{"client", "phalanx-extender"}, {"verb", "patch"}, {"resource", "pods"}, {"kind", "timeout"},
+         {"delayMs", 200}, {"count", 1}}}},
+      {"extender-patch-pods-500",
+       {{{"client", "phalanx-extender"}, {"verb", "patch"}, {"resource", "pods"}, {"code", 500}, {"count", 2}}}},
+      {"extender-bind-timeout-after-apply",
+       {{{"client", "phalanx-extender"}, {"resource", "pods/binding"}, {"kind", "timeout"}, {"afterApply", true},
+         {"count", 1}}}},
+      {"extender-evict-timeout-after-apply",
+       {{{"client", "phalanx-extender"}, {"resource", "pods/eviction"}, {"kind", "timeout"}, {"afterApply", true},
+         {"count", 1}}}},
+      {"extender-leases-503",
+       {{{"client", "phalanx-extender"}, {"resource", "leases.coordination.k8s.io"}, {"code", 503}, {"count", 6}}}},
+      {"operator-patch-pods-reset-after-apply",
+       {{{"client", "phalanx-operator"}, {"verb", "patch"}, {"resource", "pods"}, {"kind", "reset"},
+         {"afterApply", true}, {"count", 2}}}},
+      {"device-plugin-node-writes-500",
+       {{{"client", "phalanx-device-plugin"}, {"verb", "patch"}, {"code", 500}, {"count", 4}}}},
+      {"watch-gone",
+       {{{"client", kDaemons}, {"verb", "watch"}, {"kind", "watch-gone"}, {"count", 4}}},
+       true},
+      {"watch-closed-silently",
+       {{{"client", kDaemons}, {"verb", "watch"}, {"kind", "watch-close"}, {"count", 6}}},
+       true},
+      {"watch-stalled",
+       {{{"client", kDaemons}, {"verb", "watch"}, {"resource", "pods"}, {"kind", "watch-stall"},
+         {"delayMs", 2000}, {"count", 3}}},
+       true},
+      {"slow-responses",
+       {{{"client", kDaemons}, {"kind", "slow"}, {"delayMs", 150}, {"count", -1}}}},
+      {"random-500-and-429",
+       {{{"client", kDaemons}, {"verb", "create"}, {"code", 500}, {"probability", 0.15}, {"seed", 27}, {"count", -1}},
+        {{"client", kDaemons}, {"verb", "patch"}, {"code", 429}, {"retryAfterSeconds", 1}, {"probability", 0.15},
+         {"seed", 28}, {"count", -1}},
+        {{"client", kDaemons}, {"verb", "list"}, {"code", 500}, {"probability", 0.5}, {"seed", 29}, {"count", -1}},
+        {{"client", kDaemons}, {"verb", "watch"}, {"kind", "watch-gone"}, {"count", 8}}},
+       true},
+  };
+}
+
+double Seconds(const std::string& from, const std::string& to) {
+  return std::chrono::duration<double>(ParseRfc3339(to) - ParseRfc3339(from)).count();
+}
+
+std::string FinishedAt(const Json& pod) {
+  if (!pod.contains("status") || !pod["status"].contains("containerStatuses")) return "";
+  const Json& s = pod["status"]["containerStatuses"][0]["state"];
+  return s.contains("terminated") ? s["terminated"].value("finishedAt", "") : "";
+}
+
+bool HasCondition(const Json& pod, const std::string& type) {
+  if (!pod.contains("status") || !pod["status"].contains("conditions")) return false;
+  for (const auto& c : pod["status"]["conditions"]) {
+    if (c.value("type", "") == type) return true;
+  }
+  return false;
+}
+
+// The last state of each pod in `history` (a pod's DELETED event carries its final status).
+std::map<std::string, Json> LastStates(const std::vector<Json>& history) {
+  std::map<std::string, Json> last;
+  for (const auto& e : history) last[Name(e["object"])] = e["object"];
+  return last;
+}
+
+// Runs the lifecycle of job `name` on `cluster` under `cell`'s faults and checks the invariants.
+// `pids`: the daemons' processes when the cluster started.
+void RunCell(Cluster& cluster, const std::vector<pid_t>& pids, const FaultCell& cell, const std::string& name);
+
+std::vector<pid_t> DaemonPids(Cluster& cluster) {
+  std::vector<pid_t> pids;
+  for (Process* p : {cluster.operator_process(), cluster.extender_process()}) pids.push_back(p->Running() ? p->pid() : -1);
+  for (const char* node : {"node-a", "node-b"}) {
+    pids.push_back(cluster.device_plugin(node).Running() ? cluster.device_plugin(node).pid() : -1);
+  }
+  return pids;
+}
+
+// After a failed cell: the job and the critical pod go, so the next cell starts on free GPUs.
+void CleanUp(Cluster& cluster, const std::string& name) {
+  auto& client = cluster.client();
+  (void)client.Delete(kTrainingJobs, cluster.ns(), name);
+  (void)client.Delete(kPods, cluster.ns(), "crit-" + name);
+  PollUntil([&] {
+    return ListPods(client, cluster.ns(), "phalanx.io/job-name=" + name).empty() &&
+           IsNotFound(client.Get(kPods, cluster.ns(), "crit-" + name).status());
+  }, std::chrono::seconds(30));
+}
+
+void RunCell(Cluster& cluster, const std::vector<pid_t>& pids, const FaultCell& cell, const std::string& name) {
+  auto& client = cluster.client();
+  RawClient control(cluster.api_url());
+  const std::string ns = cluster.ns();
+  const std::string selector = "phalanx.io/job-name=" + name;
+
+  std::vector<std::string> rule_names;
+  for (size_t i = 0; i < cell.rules.size(); ++i) {
+    Json rule = cell.rules[i];
+    rule["name"] = fmt::format("{}-{}", cell.name, i);
+    rule_names.push_back(rule["name"]);
+    ASSERT_EQ(control.Post("/fake/faults", rule).status, 200) << rule.dump();
+  }
+  if (cell.drop_watches) {
+    ASSERT_EQ(control.Post("/fake/drop-watches", Json::object()).status, 200);
+  }
+  struct ClearFaults {
+    RawClient& control;
+    ~ClearFaults() { control.Send("DELETE", "/fake/faults"); }
+  } clear{control};
+  const uint64_t rv0 = ListResourceVersion(client);
+
+  // Admitted, gates lifted, bound: attempt 1 runs.
+  ASSERT_TRUE(client.Create(kTrainingJobs, ns,
+                            TrainingJob({.name = name, .priority_class = "phalanx-spot",
+                                         .checkpoint_dir = "/ckpt/" + name}))
+                  .ok());
+  std::vector<Json> attempt1;
+  ASSERT_TRUE(PollUntil([&] {
+    attempt1 = ListPods(client, ns, selector + ",phalanx.io/attempt=1");
+    return attempt1.size() == 2 &&
+           std::all_of(attempt1.begin(), attempt1.end(), [](const Json& p) { return Phase(p) == "Running"; });
+  })) << "attempt 1 never ran: " << Json(attempt1).dump() << cluster.Diagnostics();
+
+  // Preempted by a critical pod: the whole gang goes, attempt 2 resumes from the checkpoint.
+  const std::string critical = "crit-" + name;
+  ASSERT_TRUE(client.Create(kPods, ns, GpuPod(critical, 1, "phalanx-critical")).ok());
+  Json job;
+  ASSERT_TRUE(PollUntil([&] {
+    job = GetOrNull(client, kTrainingJobs, ns, name);
+    return job["status"].value("attempt", 0) >= 2 && job["status"].contains("checkpoint");
+  })) << "never restarted: " << job.dump() << cluster.Diagnostics();
+  const Json committed = job["status"]["checkpoint"]["lastCommitted"];
+  const std::string resume_from = committed.value("path", "");
+  EXPECT_EQ(resume_from.rfind("/ckpt/" + name + "-a1-", 0), 0u) << committed.dump();
+  std::vector<std::string> attempt1_names;
+  for (const auto& p : attempt1) attempt1_names.push_back(Name(p));
+  ASSERT_TRUE(PollUntil([&] {
+    return std::all_of(attempt1_names.begin(), attempt1_names.end(),
+                       [&](const std::string& n) { return IsNotFound(client.Get(kPods, ns, n).status()); });
+  })) << "half-evicted gang" << cluster.Diagnostics();
+
+  // The critical pod runs and ends; attempt 2 runs from the checkpoint and succeeds.
+  Json crit;
+  ASSERT_TRUE(PollUntil([&] {
+    crit = GetOrNull(client, kPods, ns, critical);
+    return Phase(crit) == "Running";
+  })) << crit.dump() << cluster.Diagnostics();
+  ASSERT_TRUE(cluster.kubelet_driver(NodeName(crit)).Finish(ns, critical, 0, "").ok());
+  std::vector<Json> attempt2;
+  ASSERT_TRUE(PollUntil([&] {
+    attempt2 = ListPods(client, ns, selector + ",phalanx.io/attempt=2");
+    return attempt2.size() == 2 &&
+           std::all_of(attempt2.begin(), attempt2.end(), [](const Json& p) { return Phase(p) == "Running"; });
+  })) << "attempt 2 never ran: " << Json(attempt2).dump() << cluster.Diagnostics();
+  for (const auto& p : attempt2) {
+    EXPECT_EQ(EnvOf(p, "PHALANX_RESUME_FROM"), resume_from) << "checkpoint lost: " << Name(p);
+    ASSERT_TRUE(cluster.kubelet_driver(NodeName(p))
+                    .Finish(ns, Name(p), 0, R"({"step":1000,"path":"/ckpt/final","committed":true})")
+                    .ok());
+  }
+  bool succeeded = false;
+  job = WaitJobPhase(cluster, name, "Succeeded", &succeeded);
+  ASSERT_TRUE(succeeded) << job.dump() << cluster.Diagnostics();
+
+  // Every fault really happened: each rule that always fires did, and some random one did.
+  const Json state = control.Get("/fake/faults").Json();
+  uint64_t fired_in_cell = 0;
+  for (size_t i = 0; i < rule_names.size(); ++i) {
+    const uint64_t fired = state["fired"].value(rule_names[i], uint64_t{0});
+    fired_in_cell += fired;
+    if (cell.rules[i].value("probability", 1.0) >= 1.0) {
+      EXPECT_GE(fired, 1u) << "fault " << rule_names[i] << " never fired: " << state.dump();
+    }
+  }
+  EXPECT_GE(fired_in_cell, 1u) << "no fault of the cell fired: " << state.dump();
+
+  // Disruption counted once; the checkpoint kept.
+  EXPECT_EQ(job["status"].value("disruptions", -1), 1) << job["status"].dump();
+  EXPECT_TRUE(job["status"]["checkpoint"].contains("lastCommitted")) << job["status"].dump();
+
+  // Never half-bound, never half-evicted, from the API's history of the job's pods.
+  std::vector<std::string> gone = attempt1_names;
+  const auto history = PodHistory(cluster, rv0, selector, gone);
+  for (const auto* attempt : {&attempt1, &attempt2}) {
+    uint64_t last_ungated = 0, last_devices = 0, first_bound = UINT64_MAX;
+    for (const auto& p : *attempt) {
+      const std::string n = Name(p);
+      const uint64_t ungated = FirstVersion(history, n, [](const Json& o) { return !Gated(o); });
+      const uint64_t devices =
+          FirstVersion(history, n, [](const Json& o) { return !Annotation(o, "phalanx.io/devices").empty(); });
+      const uint64_t bound = FirstVersion(history, n, [](const Json& o) { return !NodeName(o).empty(); });
+      EXPECT_GT(bound, 0u) << n << " never bound";
+      last_ungated = std::max(last_ungated, ungated);
+      last_devices = std::max(last_devices, devices);
+      first_bound = std::min(first_bound, bound);
+    }
+    EXPECT_LT(last_ungated, first_bound) << "a member was bound before the gang's gates were all lifted";
+    EXPECT_LT(last_devices, first_bound) << "a member was bound before the gang's commit point";
+  }
+  // Never half-evicted: the preemption marked the gang (DisruptionTarget), and every attempt-1
+  // member was gone (evicted, deleted by the scheduler, or by the operator's restart) before any
+  // attempt-2 member was bound.
+  uint64_t disrupted = 0, last_gone = 0, attempt2_bound = UINT64_MAX;
+  for (const auto& n : attempt1_names) {
+    disrupted += FirstVersion(history, n, [](const Json& o) { return HasCondition(o, "DisruptionTarget"); }) > 0;
+    for (const auto& e : history) {
+      if (e["type"] == "DELETED" && Name(e["object"]) == n) last_gone = std::max(last_gone, Rv(e["object"]));
+    }
+  }
+  for (const auto& p : attempt2) {
+    attempt2_bound = std::min(attempt2_bound, FirstVersion(history, Name(p), [](const Json& o) { return !NodeName(o).empty(); }));
+  }
+  EXPECT_GE(disrupted, 1u) << "no attempt-1 member was marked DisruptionTarget";
+  EXPECT_GT(last_gone, 0u);
+  EXPECT_LT(last_gone, attempt2_bound) << "attempt 2 was bound while attempt 1 was still partly there";
+
+  // Usage: the job's GPU-seconds are its pods' held GPU time, once.
+  const auto last = LastStates(history);
+  auto expected_usage = [&] {
+    double held = 0;
+    const std::string since = job["status"]["usage"].value("since", "");
+    for (const auto& [pod, object] : last) {
+      const std::string started = Str(object, "status", "startTime");
+      const std::string finished = FinishedAt(object);
+      if (started.empty() || finished.empty()) continue;
+      held += static_cast<double>(PodGpus(object)) * std::max(0.0, Seconds(std::max(started, since), finished));
+    }
+    return held;
+  };
+  double held = 0, counted = 0;
+  EXPECT_TRUE(PollUntil([&] {
+    job = GetOrNull(client, kTrainingJobs, ns, name);
+    held = expected_usage();
+    counted = job["status"]["usage"].value("gpuSeconds", -1.0);
+    return std::abs(counted - held) < 1e-6;
+  }, std::chrono::seconds(15)))
+      << "usage " << counted << " GPU-s, pods held " << held << ": " << job["status"]["usage"].dump();
+
+  // The daemons are the ones started with the cluster, all still running.
+  EXPECT_EQ(DaemonPids(cluster), pids) << "a daemon died or restarted" << cluster.Diagnostics();
+}
+
+int FailureCount() {
+  const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+  int failures = 0;
+  for (int i = 0; i < result->total_part_count(); ++i) failures += result->GetTestPartResult(i).failed() ? 1 : 0;
+  return failures;
+}
+
+// Cells by name (comma-separated) from PHALANX_FAULT_CELLS, to rerun a few; all by default.
+std::vector<FaultCell> SelectedCells() {
+  const char* only = std::getenv("PHALANX_FAULT_CELLS");
+  std::vector<FaultCell> out;
+  for (auto& cell : Cells()) {
+    if (only == nullptr || ("," + std::string(only) + ",").find("," + cell.name + ",") != std::string::npos) {
+      out.push_back(std::move(cell));
+    }
+  }
+  return out;
+}
+
+// One test, one process, one cluster for every cell (gtest_discover_tests would start a cluster
+// per TEST_P instance, and recovery across cells is part of what is tested).
+TEST(E2eFaultMatrix, GangLifecycleKeepsItsInvariantsUnderEveryFault) {
+  auto cluster = StartCluster({.nodes = {{"node-a"}, {"node-b"}}});
+  ASSERT_TRUE(cluster);
+  const std::vector<pid_t> pids = DaemonPids(*cluster);
+  int index = 0;
+  for (const FaultCell& cell : SelectedCells()) {
+    SCOPED_TRACE("fault cell " + cell.name);
+    const std::string name = fmt::format("f{}", ++index);  // short: pods are <job>-a<N>-<rank>
+    const auto started = std::chrono::steady_clock::now();
+    const int failures_before = FailureCount();
+    RunCell(*cluster, pids, cell, name);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    ::testing::Test::RecordProperty(cell.name, fmt::format("{:.1f}s", seconds));
+    std::fprintf(stderr, "fault cell %s: %.1f s%s\n", cell.name.c_str(), seconds,
+                 FailureCount() > failures_before ? " FAILED" : "");
+    if (FailureCount() > failures_before) CleanUp(*cluster, name);
+  }
+}
+
+}  // namespace
+}  // namespace phalanx::e2e
