@@ -12,6 +12,10 @@ constexpr std::pair<FaultKind, std::string_view> kKindNames[] = {
     {FaultKind::kWatchStall, "watch-stall"},
 };
 
+bool IsWriteVerb(std::string_view verb) {
+  return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" || verb == "deletecollection";
+}
+
 bool IsWatchKind(FaultKind kind) {
   return kind == FaultKind::kWatchGone || kind == FaultKind::kWatchClose || kind == FaultKind::kWatchStall;
 }
@@ -85,6 +89,7 @@ Result<FaultRule> FaultRuleFromJson(const json::Json& body) {
   PHX_RETURN_IF_ERROR(Read(body, "pathContains", rule.path_contains));
   PHX_RETURN_IF_ERROR(Read(body, "kind", kind));
   PHX_RETURN_IF_ERROR(Read(body, "code", rule.code));
+  PHX_RETURN_IF_ERROR(Read(body, "after", rule.after));
   PHX_RETURN_IF_ERROR(Read(body, "count", rule.count));
   PHX_RETURN_IF_ERROR(Read(body, "probability", rule.probability));
   PHX_RETURN_IF_ERROR(Read(body, "seed", rule.seed));
@@ -126,7 +131,7 @@ std::optional<Fault> FaultInjector::Match(const FaultRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = rules_.begin(); it != rules_.end(); ++it) {
     const FaultRule& r = it->rule;
-    if (r.verb != "*" && r.verb != request.verb) continue;
+    if (r.verb == "write" ? !IsWriteVerb(request.verb) : (r.verb != "*" && r.verb != request.verb)) continue;
     if (!r.resource.empty() && r.resource != request.resource) continue;
     if (!r.namespace_.empty() && r.namespace_ != request.namespace_) continue;
     if (!r.client.empty() && !request.client.starts_with(r.client)) continue;
@@ -134,6 +139,10 @@ std::optional<Fault> FaultInjector::Match(const FaultRequest& request) {
     // Watch faults only break watches; a watch never gets the 504 of a request timeout.
     const bool watch = request.verb == "watch";
     if (IsWatchKind(r.kind) ? !watch : (r.kind == FaultKind::kTimeout && watch)) continue;
+    if (it->rule.after > 0) {
+      --it->rule.after;
+      continue;
+    }
     if (r.probability < 1.0 && std::uniform_real_distribution<double>(0, 1)(it->rng) >= r.probability) continue;
     Fault fault = MakeFault(r);
     fault.after_apply = fault.after_apply && request.write;
@@ -175,7 +184,8 @@ json::Json FaultInjector::ToJson() const {
                      {"resource", r.resource},   {"namespace", r.namespace_},
                      {"client", r.client},       {"pathContains", r.path_contains},
                      {"kind", FaultKindName(r.kind)}, {"code", r.code},
-                     {"count", r.count},         {"probability", r.probability},
+                     {"after", r.after},         {"count", r.count},
+                     {"probability", r.probability},
                      {"delayMs", r.delay.count()}, {"afterApply", r.after_apply}});
   }
   json::Json fired = json::Json::object();

@@ -12,7 +12,8 @@
 // `after_apply` (timeout, reset; writes only): the write is committed first and its answer lost,
 // the case where retrying a create finds AlreadyExists and retrying a bind finds it bound.
 // A rule faults `count` matching requests (-1: until cleared), each with `probability`, drawn from
-// a generator seeded with `seed`, so a run is reproducible for a given request order. Rules are
+// a generator seeded with `seed`, so a run is reproducible for a given request order, once `after`
+// matching requests went through (a crash test holds a daemon's N-th write this way). Rules are
 // tried in the order they were added; the first that fires wins. How often each rule fired is kept
 // (by `name`) after the rule is spent, so a test can assert its fault really happened.
 // Also a latency added to every request, and the write latency, a property of the server (etcd's
@@ -41,7 +42,8 @@ std::optional<FaultKind> ParseFaultKind(std::string_view name);
 
 struct FaultRule {
   std::string name;  // for fired counts; "" = "rule-<n>" (n-th rule added)
-  // Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection; "*" any.
+  // Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection; "*" any;
+  // "write" any of create, update, patch, delete, deletecollection.
   std::string verb = "*";
   // As counted (request_counts.h): "pods", "pods/binding", "nodes/status",
   // "trainingjobs.phalanx.io", "leases.coordination.k8s.io"; "" = any.
@@ -51,6 +53,7 @@ struct FaultRule {
   std::string path_contains;  // substring of the request path; "" = any path
   FaultKind kind = FaultKind::kStatus;
   int code = 500;               // kStatus
+  int after = 0;                // matching requests let through before the rule starts faulting
   int count = 1;                // matching requests to fault; -1 = until cleared
   double probability = 1.0;     // each matching request is faulted with this probability
   uint64_t seed = 1;            // of the probability draws

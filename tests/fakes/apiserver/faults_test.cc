@@ -42,6 +42,17 @@ TEST(FaultInjector, MatchesVerbResourceNamespaceAndClientPrefix) {
   EXPECT_EQ(faults.fired("r"), 2u);  // kept after the rule is gone
 }
 
+TEST(FaultInjector, AfterLetsRequestsThroughAndWriteMatchesEveryWriteVerb) {
+  FaultInjector faults;
+  faults.FailNext({.name = "third-write", .verb = "write", .after = 2, .count = 1});
+  EXPECT_FALSE(faults.Match(Request("get", "pods")));  // not a write: not counted
+  EXPECT_FALSE(faults.Match(Request("create", "pods")));
+  EXPECT_FALSE(faults.Match(Request("patch", "pods")));
+  EXPECT_TRUE(faults.Match(Request("delete", "pods")));
+  EXPECT_FALSE(faults.Match(Request("update", "pods")));  // spent
+  EXPECT_EQ(faults.fired("third-write"), 1u);
+}
+
 TEST(FaultInjector, ProbabilityIsReproducibleForASeed) {
   auto draws = [](uint64_t seed) {
     FaultInjector faults;
