@@ -54,9 +54,10 @@ inline std::map<std::string, kube::Json> LastStates(const std::vector<kube::Json
 }  // namespace lifecycle_internal
 
 // Runs the lifecycle of job `name` and checks its invariants with gtest assertions.
-// `completed`: set when it ran to the end (its fatal assertions return early).
+// `completed`: set when it ran to the end (its fatal assertions return early). `usage_slack`:
+// GPU-seconds status.usage may differ from the pods' held time (0: exact).
 inline void RunGangLifecycle(Cluster& cluster, const std::string& name, const std::function<void()>& on_poll,
-                             bool* completed) {
+                             bool* completed, double usage_slack = 0) {
   *completed = false;
   using kube::Json;
   using kube::resources::kPods;
@@ -181,9 +182,9 @@ inline void RunGangLifecycle(Cluster& cluster, const std::string& name, const st
     }
     return held;
   };
-  // Never more than the pods held (no double counting). Less is reported, not failed: once in
-  // ~10 runs under watch-close faults the final interval of attempt 2 was missing (docs/hardening.md,
-  // findings: open).
+  // Usage is the pods' held time, exactly; `usage_slack` is for operators whose view of the pods
+  // lagged (watch faults): they count a pod that finished unseen until they see it (over) or miss a
+  // final interval (under) — docs/hardening.md, findings (open).
   double held = 0, counted = 0;
   const bool exact = PollUntil([&] {
     on_poll();
@@ -191,13 +192,12 @@ inline void RunGangLifecycle(Cluster& cluster, const std::string& name, const st
     held = expected_usage();
     counted = job["status"]["usage"].value("gpuSeconds", -1.0);
     return std::abs(counted - held) < 1e-6;
-  }, std::chrono::seconds(5));
-  EXPECT_LE(counted, held + 1e-6) << "usage double-counted: " << counted << " GPU-s, pods held " << held << ": "
-                                  << job["status"]["usage"].dump();
-  EXPECT_GE(counted, 0.0) << job["status"].dump();
+  }, std::chrono::seconds(usage_slack > 0 ? 5 : 15));
+  EXPECT_LE(std::abs(counted - held), usage_slack + 1e-6)
+      << "usage " << counted << " GPU-s, pods held " << held << ": " << job["status"]["usage"].dump();
   if (!exact) {
-    std::fprintf(stderr, "usage of %s: %.1f GPU-s counted, pods held %.1f (under-counted): %s\n", name.c_str(),
-                 counted, held, job["status"]["usage"].dump().c_str());
+    std::fprintf(stderr, "usage of %s: %.1f GPU-s counted, pods held %.1f: %s\n", name.c_str(), counted, held,
+                 job["status"]["usage"].dump().c_str());
   }
 
   *completed = true;
