@@ -227,7 +227,12 @@ Result<PodInfo> ParsePod(const Json& pod) {
   }
   if (auto devices = StringField(annotations, kDevicesAnnotation)) {
     auto parsed = ParseDeviceAssignment(*devices);
-    if (parsed.ok()) info.devices = std::move(*parsed);  // a broken annotation is ignored, not fatal
+    // A broken annotation is ignored, not fatal; ClusterSync logs and counts the refusal.
+    if (parsed.ok()) {
+      info.devices = std::move(*parsed);
+    } else {
+      info.devices_error = std::string(parsed.status().message());
+    }
   }
   if (const Json* owners = Child(*meta, "ownerReferences"); owners && owners->is_array()) {
     for (const Json& o : *owners) {

@@ -122,6 +122,7 @@ struct PodInfo {
   bool topology_required = false;  // phalanx.io/topology-mode == required (default preferred)
   bool gated = false;              // schedulingGates contains phalanx.io/gang
   std::optional<DeviceAssignment> devices;
+  std::string devices_error;  // `phalanx.io/devices` present but refused (malformed or oversize)
   std::string training_job;  // owner TrainingJob name, "" if none
   std::optional<SystemTime> start_time;
   std::optional<SystemTime> creation_time;

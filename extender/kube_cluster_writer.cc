@@ -1,5 +1,8 @@
 #include "extender/kube_cluster_writer.h"
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "core/kube/api_error.h"
@@ -14,6 +17,7 @@ using kube::resources::kPods;
 using kube::resources::kTrainingJobs;
 
 constexpr int kUngateAttempts = 5;
+constexpr std::chrono::milliseconds kUngateRetryDelay{100};  // doubled per attempt: 1.5 s in all
 
 }  // namespace
 
@@ -114,8 +118,17 @@ Status KubeClusterWriter::LiftGangGate(const PodRef& pod) {
       ops.push_back({{"op", "replace"}, {"path", "/spec/schedulingGates"}, {"value", remaining}});
     }
     st = client_.Patch(kPods, pod.ns, pod.name, kube::PatchType::kJsonPatch, ops).status();
-    // A failed `test` (the gates changed under us: 422, or 409 on some servers) re-reads.
-    if (st.ok() || !(kube::IsInvalid(st) || kube::IsConflict(st))) break;
+    // A failed `test` (the gates changed under us: 422, or 409 on some servers) re-reads. So does
+    // a transient failure (5xx, timeout, reset, 429): the client retries a PATCH only on 503, and
+    // nothing else lifts an admitted gang's gates again (the ledger already counts them lifted),
+    // so giving up here left the gang gated until its plan expired. Re-reading first makes the
+    // retry safe when the lost patch was applied.
+    if (st.ok()) break;
+    if (st.code() == StatusCode::kUnavailable || kube::IsTooManyRequests(st)) {
+      std::this_thread::sleep_for(kUngateRetryDelay * (1 << attempt));
+      continue;
+    }
+    if (!(kube::IsInvalid(st) || kube::IsConflict(st))) break;
   }
   return Done("ungate", pod.Key(), std::move(st));
 }

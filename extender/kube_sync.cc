@@ -4,6 +4,7 @@
 
 #include "core/kube/api_error.h"
 #include "core/log/log.h"
+#include "core/topology/topology_codec.h"
 
 namespace phalanx::extender {
 namespace {
@@ -76,20 +77,55 @@ ClusterSync::ClusterSync(kube::KubeClient& client, Extender& extender, std::shar
                                      .watch_namespaces = options.watch_namespaces,
                                      .crd_poll_period = options.crd_poll_period,
                                      .base = options.queue_base}) {
+  if (options.registry != nullptr) {
+    auto family = options.registry->AddCounter(
+        "phalanx_extender_annotations_refused_total",
+        "Annotations the extender refused (malformed or over their size limit) by annotation; each "
+        "distinct refusal of an object counts once.",
+        {"annotation"});
+    if (family.ok()) refused_ = *family;
+  }
+  // Logged and counted once per new error of an object, not on every update that keeps it.
+  auto refuse = [this](std::string_view annotation, const std::string& object, const std::string& error,
+                       const std::string& before) {
+    if (error.empty() || error == before) return;
+    PHX_LOG_WARN(logger_, "Refused annotation", kv("annotation", annotation), kv("object", object),
+                 kv("err", error));
+    if (refused_) {
+      if (auto c = refused_->WithLabels({std::string(annotation)}); c.ok()) (*c)->Inc();
+    }
+  };
+  auto node_refusals = [refuse](const NodeInfo& n, const NodeInfo* old) {
+    refuse(topology::kGpuTopologyAnnotation, n.name.str(), n.topology_error, old ? old->topology_error : "");
+    refuse(kGpuStateAnnotation, n.name.str(), n.gpu_state_error, old ? old->gpu_state_error : "");
+  };
+  auto pod_refusals = [refuse](const PodInfo& p, const PodInfo* old) {
+    refuse(kDevicesAnnotation, p.ns + "/" + p.name, p.devices_error, old ? old->devices_error : "");
+  };
   auto upsert_node = [this](const NodeInfo& n) {
     if (Status st = extender_.OnNode(n); !st.ok()) {
       PHX_LOG_WARN(logger_, "Node not usable by the ledger", kv("node", n.name.str()), kv("err", st.message()));
     }
   };
-  nodes_.AddHandlers({.on_add = upsert_node,
-                      .on_update = [upsert_node](const NodeInfo&, const NodeInfo& cur) { upsert_node(cur); },
+  nodes_.AddHandlers({.on_add =
+                          [upsert_node, node_refusals](const NodeInfo& n) {
+                            node_refusals(n, nullptr);
+                            upsert_node(n);
+                          },
+                      .on_update =
+                          [upsert_node, node_refusals](const NodeInfo& old, const NodeInfo& cur) {
+                            node_refusals(cur, &old);
+                            upsert_node(cur);
+                          },
                       .on_delete = [this](const NodeInfo& n) { extender_.OnNodeDeleted(n.name); }});
   pods_.AddHandlers({.on_add =
-                         [this](const PodInfo& p) {
+                         [this, pod_refusals](const PodInfo& p) {
+                           pod_refusals(p, nullptr);
                            if (Relevant(p)) extender_.OnPod(WithPriority(p));
                          },
                      .on_update =
-                         [this](const PodInfo& old, const PodInfo& cur) {
+                         [this, pod_refusals](const PodInfo& old, const PodInfo& cur) {
+                           pod_refusals(cur, &old);
                            if (Relevant(cur)) {
                              extender_.OnPod(WithPriority(cur));
                            } else if (Relevant(old)) {

@@ -24,6 +24,7 @@
 
 #include "core/kube/client.h"
 #include "core/kube/informer.h"
+#include "core/metrics/registry.h"
 #include "extender/extender.h"
 #include "extender/k8s_objects.h"
 #include "extender/pod_disruption_budgets.h"
@@ -61,6 +62,9 @@ struct ClusterSyncOptions {
   bool watch_namespaces = true;
   // What GpuQueue objects do not carry (queue_watch.h).
   scheduling::QueueConfig queue_base;
+  // Set: phalanx_extender_annotations_refused_total{annotation} counts the annotations refused
+  // (malformed or over their size limit, docs/hardening.md §2).
+  metrics::Registry* registry = nullptr;
 };
 
 // Without the TrainingJob CRD (trainingjobs.phalanx.io answers 404) the extender runs on pods
@@ -102,6 +106,7 @@ class ClusterSync final : public BudgetSource {
   kube::KubeClient& client_;
   Extender& extender_;
   std::shared_ptr<spdlog::logger> logger_;
+  metrics::CounterFamily* refused_ = nullptr;
   kube::Informer<PriorityClassInfo> classes_;
   kube::Informer<NodeInfo> nodes_;
   kube::Informer<TrainingJobInfo> jobs_;

@@ -330,6 +330,7 @@ int RunApiServer(ShutdownSignal& shutdown, const Flags& flags, const extender::E
                  kv("err", probe.status().message()));
     sync_options.watch_namespaces = false;
   }
+  sync_options.registry = &registry;
   extender::ClusterSync sync(**client, ext, logger, sync_options);
   ext.SetBudgetSource(&sync);
   // Events (events.k8s.io/v1): preemptions from the verbs, gang admission from the ledger.

@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
   http::ServerOptions mo;
   mo.address = metrics_host;
   mo.port = metrics_port;
+  mo.max_body_bytes = 4 * 1024;  // GETs only (/metrics, /healthz, /readyz): any body is refused (413)
   mo.logger = logger;
   http::HttpServer metrics_server(mo);
   http::AddStandardEndpoints(metrics_server, {

@@ -31,7 +31,7 @@ namespace phalanx::http::internal {
 struct ServerCore;
 
 struct WriterEvent {
-  enum class Kind { kReply, kStreamStart, kChunk, kStreamEnd, kAbandoned, kOverflow };
+  enum class Kind { kReply, kStreamStart, kChunk, kStreamEnd, kAbandoned, kOverflow, kReset };
   Kind kind = Kind::kReply;
   Response response;  // kReply; kStreamStart uses status, content_type and headers
   std::string chunk;  // kChunk

@@ -95,6 +95,9 @@ class ResponseWriter {
   // ServerOptions::max_stream_backlog_bytes are queued (the connection is then closed).
   bool WriteChunk(std::string data);
   void EndStream();  // terminating chunk; connection may be reused
+  // Instead of a reply (or mid-stream): resets the connection (TCP RST, no response), as a
+  // crashed peer or a middlebox does. For fault injection in test servers (the fake API server).
+  void Abort();
   bool ClientGone() const;
 
  private:

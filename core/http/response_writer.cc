@@ -121,6 +121,15 @@ void ResponseWriter::EndStream() {
   exchange_->Deliver(WriterEvent{WriterEvent::Kind::kStreamEnd, {}, {}});
 }
 
+void ResponseWriter::Abort() {
+  if (exchange_ == nullptr) return;
+  const WriterState state = exchange_->writer_state;
+  if (state != WriterState::kFresh && state != WriterState::kStreaming) return;  // already answered
+  exchange_->writer_state = WriterState::kDone;
+  exchange_->client_gone.store(true, std::memory_order_release);
+  exchange_->Deliver(WriterEvent{WriterEvent::Kind::kReset, {}, {}});
+}
+
 bool ResponseWriter::ClientGone() const {
   return exchange_ == nullptr || exchange_->Gone();
 }

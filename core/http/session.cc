@@ -121,6 +121,12 @@ class Session final : public Connection {
       case WriterEvent::Kind::kOverflow:
         Close();
         break;
+      case WriterEvent::Kind::kReset: {
+        error_code ec;
+        Lowest().set_option(asio::socket_base::linger(true, 0), ec);  // close() sends RST
+        Close();
+        break;
+      }
     }
   }
 

@@ -255,7 +255,9 @@ int RunDaemon(const Options& o, ShutdownSignal& shutdown) {
   Readiness readiness;
   CurrentGeneration current;
   std::string publish_disabled;  // why publishing cannot run at all (degraded), or ""
-  http::HttpServer http(http::ServerOptions{.address = listen->host, .port = listen->port, .io_threads = 1});
+  // GETs only (/metrics, /healthz, /readyz): a body over 4 KiB is refused (413) unread.
+  http::HttpServer http(http::ServerOptions{
+      .address = listen->host, .port = listen->port, .max_body_bytes = 4 * 1024, .io_threads = 1});
   http::AddStandardEndpoints(http, http::StandardEndpoints{
       .ready = [&](std::string* reason) {
         std::string r = readiness.Get();

@@ -243,8 +243,8 @@ Status Cluster::StartNode(Node& node, size_t index) {
 }
 
 Status Cluster::StartOperator() {
-  operator_metrics_port_ = FreePort();
-  if (options_.progress_endpoint) progress_port_ = FreePort();
+  if (operator_metrics_port_ == 0) operator_metrics_port_ = FreePort();
+  if (options_.progress_endpoint && progress_port_ == 0) progress_port_ = FreePort();
   Status error;
   std::vector<std::string> args = {
       "--kubeconfig", kubeconfig_, "--metrics-addr", fmt::format("127.0.0.1:{}", operator_metrics_port_),
@@ -281,6 +281,13 @@ Status Cluster::RestartExtender() {
   extender_->Kill();
   extender_.reset();
   return StartExtender();
+}
+
+Status Cluster::RestartOperator() {
+  if (!operator_) return FailedPreconditionError("no operator");
+  operator_->Kill();
+  operator_.reset();
+  return StartOperator();
 }
 
 Status Cluster::WaitReady(Process& process, uint16_t port) {

@@ -102,6 +102,8 @@ class Cluster {
   std::string extender_metrics_url() const { return "http://127.0.0.1:" + std::to_string(extender_metrics_port_); }
   // Kills the extender (SIGKILL, a crash) and starts it again on the same ports.
   Status RestartExtender();
+  // Kills the operator (SIGKILL, a crash) and starts it again on the same ports.
+  Status RestartOperator();
 
   // GET http://127.0.0.1:<metrics port>/metrics of a daemon ("operator", "extender", or a node name
   // for its device plugin); "" on failure.

@@ -210,7 +210,63 @@ void ApiRouter::Count(const http::Request& request, std::string_view verb, std::
   if (options_.counts != nullptr) options_.counts->Add(request.HeaderValue("User-Agent"), verb, resource);
 }
 
-void ApiRouter::Serve(http::Request& request, http::ResponseWriter& writer) {
+void ApiRouter::ServeFault(http::Request& request, http::ResponseWriter& writer, const std::string& verb,
+                           const Fault& fault) {
+  using Held = std::pair<http::Request, http::ResponseWriter>;
+  auto hold = [&] { return std::make_shared<Held>(std::move(request), std::move(writer)); };
+  switch (fault.kind) {
+    case FaultKind::kStatus:
+      return ReplyError(request, writer, verb, fault.error);
+    case FaultKind::kSlow: {
+      auto held = hold();
+      scheduler_.RunAfter(fault.delay, [this, held] { Serve(held->first, held->second, /*replay=*/true); });
+      return;
+    }
+    case FaultKind::kTimeout:
+    case FaultKind::kReset: {
+      if (fault.after_apply) {
+        // The write is committed (its answer goes nowhere); only then does the client lose it.
+        http::ResponseWriter nowhere;
+        Serve(request, nowhere, /*replay=*/true);
+      }
+      if (fault.kind == FaultKind::kReset) {
+        log_.Add({verb, request.method, request.target, std::string(request.HeaderValue("Content-Type")),
+                  request.body, 0});
+        writer.Abort();
+        return;
+      }
+      auto held = hold();
+      const std::string v = verb;
+      scheduler_.RunAfter(fault.delay, [this, held, v, error = fault.error] {
+        ReplyError(held->first, held->second, v, error);
+      });
+      return;
+    }
+    case FaultKind::kWatchGone:
+      if (options_.gone_as_http_status) return ReplyError(request, writer, verb, fault.error);
+      log_.Add({verb, request.method, request.target, "", "", 200});
+      writer.StartStream(200, "application/json");
+      writer.WriteChunk("{\"type\":\"ERROR\",\"object\":" + fault.error.ToStatusJson() + "}\n");
+      writer.EndStream();
+      return;
+    case FaultKind::kWatchClose:
+      log_.Add({verb, request.method, request.target, "", "", 200});
+      writer.StartStream(200, "application/json");
+      writer.EndStream();
+      return;
+    case FaultKind::kWatchStall: {
+      // Open, then silent: no events, no bookmarks, until the stall ends (or the client leaves).
+      log_.Add({verb, request.method, request.target, "", "", 200});
+      writer.StartStream(200, "application/json");
+      auto held = hold();
+      const auto stall = fault.delay.count() > 0 ? fault.delay : std::chrono::milliseconds(3600000);
+      scheduler_.RunAfter(stall, [held] { held->second.EndStream(); });
+      return;
+    }
+  }
+}
+
+void ApiRouter::Serve(http::Request& request, http::ResponseWriter& writer, bool replay) {
   if (!tokens_.Authenticated(request.HeaderValue("Authorization"))) {
     Count(request, "", "");
     ReplyError(request, writer, "", Unauthorized());
@@ -231,10 +287,17 @@ void ApiRouter::Serve(http::Request& request, http::ResponseWriter& writer) {
   const ResourcePath& path = *parsed_path;
   const KindInfo& kind = path.kind;
   const std::string verb = VerbFor(request, path);
-  Count(request, verb, path.subresource.empty() ? kind.resource_name() : kind.resource_name() + "/" + path.subresource);
-  if (auto fault = faults_.Match(verb, request.path)) {
-    ReplyError(request, writer, verb, *fault);
-    return;
+  if (!replay) {
+    const std::string resource =
+        path.subresource.empty() ? kind.resource_name() : kind.resource_name() + "/" + path.subresource;
+    Count(request, verb, resource);
+    auto fault = faults_.Match(FaultRequest{.verb = verb,
+                                            .resource = resource,
+                                            .namespace_ = path.namespace_,
+                                            .client = request.HeaderValue("User-Agent"),
+                                            .path = request.path,
+                                            .write = IsWrite(request)});
+    if (fault) return ServeFault(request, writer, verb, *fault);
   }
   auto reply_object = [&](int code, const ApiResult<ObjectPtr>& r) {
     if (!IsOk(r)) return ReplyError(request, writer, verb, std::get<ApiError>(r));

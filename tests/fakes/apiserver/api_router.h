@@ -61,7 +61,11 @@ class ApiRouter {
   void Handle(http::Request&& request, http::ResponseWriter&& writer);
 
  private:
-  void Serve(http::Request& request, http::ResponseWriter& writer);
+  // `replay`: the request was counted and its faults decided already (a delayed or faulted
+  // request served now).
+  void Serve(http::Request& request, http::ResponseWriter& writer, bool replay = false);
+  void ServeFault(http::Request& request, http::ResponseWriter& writer, const std::string& verb,
+                  const Fault& fault);
   void Count(const http::Request& request, std::string_view verb, std::string_view resource);
   void ServeWatch(http::Request& request, const struct ResourcePath& path,
                   http::ResponseWriter& writer);

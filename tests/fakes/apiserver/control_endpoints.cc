@@ -32,15 +32,13 @@ void AddControlEndpoints(http::HttpServer& server, FakeApiServer& fake, Schedule
   server.Handle("POST", "/fake/faults", [&fake](const http::Request& request) {
     auto body = json::Parse(request.body);
     if (!body.ok() || !body->is_object()) return Error(400, "body must be a JSON object");
-    FaultRule rule;
-    rule.verb = body->value("verb", std::string("*"));
-    rule.path_contains = body->value("pathContains", std::string());
-    rule.code = body->value("code", 500);
-    rule.count = body->value("count", 1);
-    rule.retry_after_seconds = body->value("retryAfterSeconds", 0);
-    rule.message = body->value("message", std::string("injected fault"));
-    fake.FailNext(rule);
+    auto rule = FaultRuleFromJson(*body);
+    if (!rule.ok()) return Error(400, rule.status().message());
+    fake.FailNext(std::move(rule).value());
     return JsonResponse(200, {{"ok", true}});
+  });
+  server.Handle("GET", "/fake/faults", [&fake](const http::Request&) {
+    return JsonResponse(200, fake.faults().ToJson());
   });
   server.Handle("DELETE", "/fake/faults", [&fake](const http::Request&) {
     fake.ClearFaults();

@@ -115,6 +115,8 @@ class FakeApiServer {
   // Fault injection.
   void FailNext(FaultRule rule) { faults_.FailNext(std::move(rule)); }
   void ClearFaults() { faults_.Clear(); }
+  // The rules left and how often each fired (by name), e.g. faults().fired("bind-reset").
+  const FaultInjector& faults() const { return faults_; }
   void SetLatency(std::chrono::milliseconds latency) { faults_.set_latency(latency); }
   // FakeApiServerOptions::write_latency, changed while serving (ClearFaults() keeps it).
   void SetWriteLatency(std::chrono::milliseconds latency) { faults_.set_write_latency(latency); }

@@ -55,6 +55,30 @@ TEST_F(SyncFixture, NodeAndPodAddsUpdatesAndDeletesReachTheLedger) {
   ASSERT_TRUE(WaitUntil([&] { return ext->State()["cluster"]["totalGpus"] == 0; })) << ext->State().dump();
 }
 
+// Issue 27 §5: an annotation over its size limit (or malformed) is refused with a log line and a
+// counter, once per new refusal, and the rest of the object is still used.
+TEST_F(SyncFixture, OversizeAndMalformedAnnotationsAreRefusedLoggedAndCounted) {
+  StartExtender();
+  const std::string gpu_state = "phalanx_extender_annotations_refused_total{annotation=\"phalanx.io/gpu-state\"}";
+  const std::string devices = "phalanx_extender_annotations_refused_total{annotation=\"phalanx.io/devices\"}";
+  Json node = DgxNode("dgx-1");
+  // 300 KiB: over the 256 KiB limit of phalanx.io/gpu-state. A real API server refuses annotations
+  // over 256 KiB in all first; the extender does not rely on it.
+  node["metadata"]["annotations"]["phalanx.io/gpu-state"] = "{\"devices\":[" + std::string(300 << 10, ' ') + "]}";
+  cluster.Seed(node);
+  ASSERT_TRUE(WaitUntil([&] { return ext->Metric(gpu_state) == 1; })) << ext->Log();
+  EXPECT_EQ(ext->State()["cluster"]["totalGpus"], 8) << "the node itself is still used";
+  EXPECT_NE(ext->Log().find("Refused annotation"), std::string::npos);
+  // An update that keeps the same refusal does not count it again; a pod's bad devices does.
+  node["metadata"]["labels"]["touched"] = "1";
+  cluster.Seed(node);
+  Json pod = Pod({.name = "a", .gpus = 1, .priority = 1000, .node = "dgx-1"});
+  pod["metadata"]["annotations"]["phalanx.io/devices"] = "not json";
+  cluster.Seed(pod);
+  ASSERT_TRUE(WaitUntil([&] { return ext->Metric(devices) == 1; })) << ext->Log();
+  EXPECT_EQ(ext->Metric(gpu_state), 1);
+}
+
 TEST_F(SyncFixture, APodWithoutSpecPriorityGetsItsPriorityClassValue) {
   cluster.Seed(Json{{"apiVersion", "scheduling.k8s.io/v1"},
                     {"kind", "PriorityClass"},

@@ -411,7 +411,7 @@ TEST_F(OperatorIntegrationTest, FinishedJobIsDeletedAfterTtl) {
 }
 
 TEST_F(OperatorIntegrationTest, ConflictOnStatusWriteIsRetried) {
-  server_->FailNext(fa::FaultRule{"update", "/status", 409, 2, 0, "injected conflict"});
+  server_->FailNext(fa::FaultRule{.verb = "update", .path_contains = "/status", .code = 409, .count = 2, .message = "injected conflict"});
   ASSERT_TRUE(server_->Create(kTj, JobJson("conflicted", 1)).ok());
   auto st = WaitJob("conflicted", [](const Json& s) { return s.value("attempt", 0) == 1; });
   ASSERT_TRUE(st.ok()) << st.status();

@@ -74,6 +74,26 @@ TEST(AsyncReplyTest, HandlerThatDropsItsWriterGets500) {
   EXPECT_NE(response->body().find("handler did not reply"), std::string::npos) << response->body();
 }
 
+// Abort(): no response at all, the connection reset (fault injection in test servers); the server
+// goes on serving other connections.
+TEST(AsyncReplyTest, AbortResetsTheConnectionWithoutAResponse) {
+  HttpServer server(ServerOptions{});
+  server.Handle("GET", "/abort", [](Request&&, ResponseWriter&& writer) { writer.Abort(); });
+  server.Handle("GET", "/ok", [](const Request&) { return Response{200, "text/plain", {}, "ok"}; });
+  ASSERT_TRUE(server.Start().ok());
+  RawClient client;
+  ASSERT_TRUE(client.Connect(server.port()).ok());
+  ASSERT_TRUE(client.Send(GetRequest("/abort")).ok());
+  auto response = client.ReadResponse();
+  EXPECT_FALSE(response.ok()) << "got HTTP " << response->result_int();
+  RawClient other;
+  ASSERT_TRUE(other.Connect(server.port()).ok());
+  ASSERT_TRUE(other.Send(GetRequest("/ok")).ok());
+  auto ok = other.ReadResponse();
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->result_int(), 200);
+}
+
 TEST(AsyncReplyTest, HandlerExceptionGets500AndServerKeepsServing) {
   HttpServer server(ServerOptions{});
   server.Handle("GET", "/throw", SyncHandler([](const Request&) -> Response {

@@ -133,14 +133,14 @@ TEST_F(FakeApiServerTest, StatusSubresourceIsSeparate) {
 }
 
 TEST_F(FakeApiServerTest, RetriesInjected429And500OnReads) {
-  server_->FailNext(FaultRule{"get", "/pods/", 429, 1, 0, "slow down"});
-  server_->FailNext(FaultRule{"get", "/pods/", 500, 1, 0, "boom"});
+  server_->FailNext(FaultRule{.verb = "get", .path_contains = "/pods/", .code = 429, .count = 1, .message = "slow down"});
+  server_->FailNext(FaultRule{.verb = "get", .path_contains = "/pods/", .code = 500, .count = 1, .message = "boom"});
   ASSERT_TRUE(client_->Create(resources::kPods, "ml", Pod("a")).ok());
   const uint64_t before = client_->requests_sent();
   auto got = client_->Get(resources::kPods, "ml", "a");
   EXPECT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(client_->requests_sent() - before, 3u);
-  server_->FailNext(FaultRule{"create", "", 500, 1, 0, "etcd leader changed"});
+  server_->FailNext(FaultRule{.verb = "create", .code = 500, .count = 1, .message = "etcd leader changed"});
   auto failed = client_->Create(resources::kPods, "ml", Pod("b"));
   EXPECT_EQ(failed.status().message(), "InternalError (HTTP 500): etcd leader changed");
 }
