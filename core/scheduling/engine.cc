@@ -24,6 +24,8 @@ Status Engine::SetQueues(QueueConfig queues) {
   PHX_RETURN_IF_ERROR(queues.Validate());
   MaterializeSkippedWhys();  // the texts were made with the old ledger
   MaterializeFitWhys();
+  for (auto& [key, w] : waiting_)
+    if (w->fit_shape != nullptr) IndexFit(*w, false);  // indexed by queue: again below
   skipped_.clear();
   skipped_before_.clear();
   team_shapes_.clear();
@@ -36,11 +38,15 @@ Status Engine::SetQueues(QueueConfig queues) {
     w->team = -1;
   }
   for (auto& [key, r] : running_) r.team = -1;
-  if (!ledger_.enabled()) return OkStatus();
+  if (!ledger_.enabled()) {
+    for (auto& [key, w] : waiting_) IndexFit(*w, true);
+    return OkStatus();
+  }
   for (auto& [key, w] : waiting_) {
     w->team = ledger_.ResolveIndex(w->req.queue);
     by_queue_[ledger_.QueueName(w->team)].emplace(w->order, w.get());
     IndexShape(*w, true);
+    IndexFit(*w, true);
   }
   for (auto& [key, r] : running_) {
     r.team = ledger_.ResolveIndex(r.req.queue);
@@ -352,11 +358,13 @@ bool Engine::Start(Waiting& w, Admission admission, PassContext& ctx) {
 void Engine::TryGang(Waiting& w, PassContext& ctx) {
   if (w.gone) return;  // started or removed earlier in this pass
   // Skipped by the last pass (its queue had no room): that pass's reason is its reason.
-  if (w.why_pass + 1 != stats_.passes) {
-    if (const std::string* skipped = SkippedWhy(w, stats_.passes - 1)) w.why = *skipped;
+  const std::string* refused = w.why_pass + 1 != stats_.passes ? SkippedWhy(w, stats_.passes - 1) : nullptr;
+  if (refused != nullptr) {
+    w.why = *refused;
+  } else if (std::optional<std::string> skipped = FitWhy(w)) {
+    // Skipped by a full pass since it was last walked (it could not start): that reason.
+    w.why = std::move(*skipped);
   }
-  // Skipped by a full pass since it was last walked (it could not start): that reason.
-  if (std::optional<std::string> skipped = FitWhy(w)) w.why = std::move(*skipped);
   w.why_pass = stats_.passes;
   const GangRequest& g = w.req;
   const GangKey& key = g.key;

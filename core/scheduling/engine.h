@@ -265,7 +265,7 @@ class Engine {
     int ledger_pool = -1;
     uint64_t why_pass = 0;  // the pass that last walked it (else `why` may be a skipped queue's reason)
     FitShape* fit_shape = nullptr;           // its entry in fit_shapes_ (nullptr: not indexed yet)
-    int fit_slot = -1;                      // fit_slots_ index of req.pool
+    int fit_slot = -1;                      // fit_slots_ index of (team, req.pool)
   };
   struct Running {
     GangRequest req;
@@ -438,14 +438,16 @@ class Engine {
   void RollSkippedRuns();  // at a pass's start
 
   // --- gangs that cannot start (engine_fit_skip.cc) ---
-  // Without team queues, most of a long queue cannot start in a pass: its shape does not
-  // fit (no free GPUs in its pool, or a gang of the same shape failed to plan this pass),
-  // and its tier neither becomes a head nor preempts now; in a pass after arrivals only,
-  // every gang but the new ones and the would-be heads is not even tried. Such a gang only
-  // counts its GPUs as ahead of later gangs and (when tried) gets a "does not fit" reason.
-  // The walk skips a run of them in one step: the GPUs from per-pool sums in queue order,
-  // the reasons recorded per run and formatted when asked for (WhyWaiting, the next walk).
+  // Most of a long queue cannot start in a pass: its shape does not fit (no free GPUs in
+  // its pool, or a gang of the same shape failed to plan this pass), and its tier neither
+  // becomes a head nor preempts now (with team queues: it has quota room but takes nothing
+  // back); in a pass after arrivals only, every gang but the new ones and the would-be
+  // heads is not even tried. Such a gang only counts its GPUs as ahead of later gangs and
+  // (when tried) gets a "does not fit" reason. The walk (each team queue's cursor) skips a
+  // run of them in one step: the GPUs from per-(queue, pool) sums in queue order, the
+  // reasons recorded per run and formatted when asked for (WhyWaiting, the next walk).
   struct FitShapeKey {
+    int team = -1;  // team queue (QueueLedger index; -1: queues off)
     std::string pool;
     int gpus_per_member = 1;
     int milli = 0;
@@ -461,9 +463,11 @@ class Engine {
     // As of the walk step that last classified it (PassContext::fit_step).
     bool headable = true;         // may become its pool's head when walked
     bool passive_tried = false;   // tried, it can only wait with a "does not fit" reason
+    bool room = true;             // team queues: its queue has quota room for it
+    bool within = false;          // ... within nominal (QueueWalk's turn)
   };
   std::map<FitShapeKey, FitShape> fit_shapes_;
-  std::vector<std::string> fit_slots_;                   // required pools ("" = any), by slot
+  std::vector<std::pair<int, std::string>> fit_slots_;   // (team, required pool ("" = any)), by slot
   std::vector<internal::OrderSums<OrderKey>> fit_sums_;  // by slot: GPUs of waiting gangs
   std::set<OrderKey> fresh_orders_;     // indexed gangs not walked yet (Waiting::fresh)
   std::set<OrderKey> awaiting_orders_;  // gangs whose victims are checkpointing (always walked)
@@ -498,7 +502,7 @@ class Engine {
     uint64_t pass = 0;  // a full pass
     double now = 0;
     uint64_t seq_limit = 0;
-    std::vector<FitRun> runs;  // in queue order
+    std::vector<std::vector<FitRun>> runs;  // by team + 1, in queue order
   };
   // The last full pass's runs (the one in progress during a full pass) and the one before.
   FitRuns fit_runs_, fit_runs_before_;
@@ -508,8 +512,9 @@ class Engine {
   // Whether the walk may skip `w` at this step.
   bool FitPassive(const Waiting& w, PassContext& ctx);
   void ClassifyFitShapes(PassContext& ctx);
-  // Skips the run of passive gangs from `at`: adds their GPUs, records their reasons (full
-  // pass); the next gang to walk (nullopt: none).
+  // Skips the run of passive gangs of `at`'s queue from `at` (with team queues: as long
+  // as the queue keeps the turn, i.e. its gangs' turn is `at`'s): adds their GPUs, records
+  // their reasons (full pass); the next gang to walk (nullopt: none).
   std::optional<OrderKey> SkipFitRun(const Waiting& at, PassContext& ctx);
   // The reason a skipped run gave `w` after it was last walked; nullopt if none.
   std::optional<std::string> FitWhy(const Waiting& w) const;

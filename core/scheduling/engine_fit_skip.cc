@@ -27,14 +27,15 @@ int GpusOf(const GangRequest& g) { return g.IsShare() ? 1 : g.Gpus(); }
 void Engine::IndexFit(Waiting& w, bool add) {
   if (add) {
     const GangRequest& g = w.req;
-    auto slot = std::find(fit_slots_.begin(), fit_slots_.end(), g.pool);
+    const std::pair<int, std::string> slot_key{w.team, g.pool};
+    auto slot = std::find(fit_slots_.begin(), fit_slots_.end(), slot_key);
     if (slot == fit_slots_.end()) {
-      fit_slots_.push_back(g.pool);
+      fit_slots_.push_back(slot_key);
       fit_sums_.emplace_back();
       slot = std::prev(fit_slots_.end());
     }
     w.fit_slot = static_cast<int>(slot - fit_slots_.begin());
-    FitShapeKey key{g.pool, g.gpus_per_member, g.milli, g.level, g.members, g.priority};
+    FitShapeKey key{w.team, g.pool, g.gpus_per_member, g.milli, g.level, g.members, g.priority};
     auto [it, added] = fit_shapes_.try_emplace(std::move(key));
     if (added) {
       it->second.slot = w.fit_slot;
@@ -73,10 +74,11 @@ void Engine::MarkSeen(Waiting& w) {
 void Engine::BeginFitPass(PassContext& ctx) {
   std::erase_if(fit_shapes_, [](const auto& e) { return e.second.gangs.empty(); });
   ctx.fit_snaps.assign(fit_slots_.size(), {});
-  if (ctx.scope != Scope::kFull || ledger_.enabled()) return;
+  if (ctx.scope != Scope::kFull) return;
   // This pass re-decides every gang's reason: the one before last is read by nobody after it.
   fit_runs_before_ = std::move(fit_runs_);
   fit_runs_ = FitRuns{.pass = stats_.passes, .now = ctx.now, .seq_limit = pass_seq_limit_, .runs = {}};
+  fit_runs_.runs.resize(ledger_.enabled() ? ledger_.config().queues.size() + 1 : 1);
 }
 
 void Engine::EndFitPass(PassContext& /*ctx*/) {
@@ -87,7 +89,8 @@ void Engine::EndFitPass(PassContext& /*ctx*/) {
   // Changes before the first run still read are read by nobody.
   uint64_t oldest = fit_change_seq_;
   for (const FitRuns* runs : {&fit_runs_, &fit_runs_before_})
-    if (!runs->runs.empty()) oldest = std::min(oldest, runs->runs.front().change_seq);
+    for (const std::vector<FitRun>& team : runs->runs)
+      if (!team.empty()) oldest = std::min(oldest, team.front().change_seq);
   while (!fit_changes_.empty() && fit_changes_.front().seq <= oldest) fit_changes_.pop_front();
 }
 
@@ -104,10 +107,34 @@ void Engine::ClassifyFitShapes(PassContext& ctx) {
                      (key.pool.empty() || (!ctx.heads.contains(key.pool) &&
                                            !ctx.unreachable.contains({key.pool, key.gpus_per_member, key.members})));
     shape.passive_tried = false;
+    std::optional<QueueLedger::Fit> quota;
+    if (key.team >= 0) {
+      // QuotaFor's verdict and the walk's turn (QueueWalk), for any gang of the shape.
+      const Milli amount = share ? key.milli : static_cast<Milli>(key.members * key.gpus_per_member) * kMilliGpu;
+      if (!key.pool.empty()) {
+        quota = ledger_.Check(key.team, ledger_.PoolIndex(key.pool), amount);
+        shape.within = quota == QueueLedger::Fit::kWithinNominal;
+      } else {
+        for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
+          if (state.pool(p).nodes.empty()) continue;
+          const QueueLedger::Fit fit = ledger_.Check(key.team, ledger_.PoolIndex(state.pool(p).name), amount);
+          if (!quota || fit < *quota) quota = fit;
+        }
+        shape.within = ledger_.WithinNominalOfAnyPool(key.team, amount);
+      }
+      shape.room = quota && *quota != QueueLedger::Fit::kNoRoom;
+      if (!shape.room) continue;
+    }
     if (share || shape.headable) continue;
     if (tier.target_wait_s >= 0) {
       auto s = ctx.searches.find(key.pool);
       if (s == ctx.searches.end() || s->second < policy_.preemption_searches_per_pass) continue;
+    }
+    if (quota == QueueLedger::Fit::kWithinNominal) {
+      // It would take back what its queue lent, unless its pool's reclaims are spent.
+      if (key.pool.empty()) continue;
+      auto s = ctx.reclaim_searches.find(key.pool);
+      if (s == ctx.reclaim_searches.end() || s->second < policy_.preemption_searches_per_pass) continue;
     }
     int& f = free[static_cast<size_t>(shape.slot)];
     if (f < 0) f = FreeGpus(state, key.pool);
@@ -121,26 +148,34 @@ void Engine::ClassifyFitShapes(PassContext& ctx) {
 }
 
 bool Engine::FitPassive(const Waiting& w, PassContext& ctx) {
-  if (ledger_.enabled() || w.fit_shape == nullptr || !w.awaiting.empty()) return false;
+  if (w.fit_shape == nullptr || !w.awaiting.empty()) return false;
   const bool full = ctx.scope == Scope::kFull;
   if (!full && w.fresh) return false;  // tried in a pass after arrivals: walked
   ClassifyFitShapes(ctx);
-  return full ? w.fit_shape->passive_tried : !w.fit_shape->headable;
+  const FitShape& shape = *w.fit_shape;
+  if (!shape.room) return false;  // its queue refuses it: SkipNoRoomRun's
+  return full ? shape.passive_tried : !shape.headable;
 }
 
 std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContext& ctx) {
   const bool full = ctx.scope == Scope::kFull;
-  // The run ends at the next gang that is not passive: of an active shape, awaiting its
-  // victims, or (after arrivals only) new.
+  const int team = at.team;
+  const bool within = at.fit_shape->within;
+  // The run ends at the next gang of the queue that is not passive: of an active shape,
+  // awaiting its victims, (after arrivals only) new, or (team queues) without quota room
+  // or with another turn than `at` (the queue would not keep the turn through it).
   std::optional<OrderKey> next;
   auto consider = [&](const std::set<OrderKey>& gangs) {
     auto it = gangs.upper_bound(at.order);
     if (it != gangs.end() && (!next || *it < *next)) next = *it;
   };
   for (const auto& [key, shape] : fit_shapes_) {
-    if (full ? !shape.passive_tried : shape.headable) consider(shape.gangs);
+    if (key.team != team) continue;
+    const bool passive = shape.room && (team < 0 || shape.within == within) &&
+                         (full ? shape.passive_tried : !shape.headable);
+    if (!passive) consider(shape.gangs);
   }
-  consider(awaiting_orders_);
+  consider(awaiting_orders_);  // of every queue: a stop early in this one is only a step
   if (!full) consider(fresh_orders_);
   FitRun run;
   if (full) {
@@ -153,11 +188,12 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
     run.slots.resize(fit_slots_.size());
   }
   for (size_t s = 0; s < fit_slots_.size(); ++s) {
+    if (fit_slots_[s].first != team) continue;
     const OrderSums<OrderKey>& sums = fit_sums_[s];
     const int64_t below = sums.Below(at.order);
     const auto gpus = static_cast<int>((next ? sums.Below(*next) : sums.Total()) - below);
     if (gpus == 0) continue;
-    int& ahead = ctx.ahead_waiting[fit_slots_[s]];
+    int& ahead = ctx.ahead_waiting[fit_slots_[s].second];
     if (full) {
       run.ahead[s] = ahead;
       run.slots[s] = SnapSlot(static_cast<int>(s), ctx);
@@ -165,12 +201,32 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
     ahead += gpus;
     ctx.ahead_all += gpus;
   }
-  if (full) fit_runs_.runs.push_back(std::move(run));
+  if (full) {
+    fit_runs_.runs[static_cast<size_t>(team + 1)].push_back(std::move(run));
+  } else if (team >= 0) {
+    // Not tried, they keep their reasons: those the last pass recorded for the ones it
+    // skipped for want of quota room (SkippedWhy) carry over to this pass.
+    const auto t = static_cast<size_t>(team);
+    if (t < skipped_before_.size() && skipped_before_[t].pass + 1 == stats_.passes) {
+      for (const SkippedRun& r : skipped_before_[t].runs) {
+        if (next && !(r.from < *next)) break;
+        if (!r.to_end && !(at.order < r.to)) continue;
+        SkippedRun copy = r;
+        copy.from = std::max(r.from, at.order);
+        if (next && (r.to_end || *next < r.to)) {
+          copy.to = *next;
+          copy.to_end = false;
+        }
+        skipped_[t].pass = stats_.passes;
+        skipped_[t].runs.push_back(std::move(copy));
+      }
+    }
+  }
   return next;
 }
 
 std::shared_ptr<const Engine::FitSlotSnap> Engine::SnapSlot(int slot, PassContext& ctx) {
-  const std::string& pool = fit_slots_[static_cast<size_t>(slot)];
+  const std::string& pool = fit_slots_[static_cast<size_t>(slot)].second;
   auto head = ctx.heads.find(pool);
   const bool behind = head != ctx.heads.end();
   const auto key = std::make_tuple(forecast_.version(), behind, stats_.admitted, stats_.preemptions);
@@ -192,25 +248,26 @@ std::shared_ptr<const Engine::FitSlotSnap> Engine::SnapSlot(int slot, PassContex
 std::optional<std::string> Engine::FitWhy(const Waiting& w) const {
   if (w.fit_shape == nullptr) return std::nullopt;
   for (const FitRuns* runs : {&fit_runs_, &fit_runs_before_}) {
-    if (runs->pass == 0 || runs->pass <= w.why_pass || runs->runs.empty()) continue;
+    if (runs->pass == 0 || runs->pass <= w.why_pass) continue;
     if (std::get<2>(w.order) >= runs->seq_limit) continue;  // queued after that pass began
-    auto run = std::upper_bound(runs->runs.begin(), runs->runs.end(), w.order,
+    const auto team = static_cast<size_t>(w.team + 1);
+    if (team >= runs->runs.size()) continue;
+    const std::vector<FitRun>& list = runs->runs[team];
+    auto run = std::upper_bound(list.begin(), list.end(), w.order,
                                 [](const OrderKey& o, const FitRun& r) { return o < r.from; });
-    if (run == runs->runs.begin()) continue;
+    if (run == list.begin()) continue;
     --run;
     if (!run->to_end && !(w.order < run->to)) continue;
     // Its expected wait as the pass computed it: the GPUs ahead of it when the run began,
     // plus those of the run's gangs before it (as they were then: changes since undone).
     const auto slot = static_cast<size_t>(w.fit_slot);
     const bool any = w.req.pool.empty();
+    auto counts = [&](size_t s) { return any ? fit_slots_[s].first == w.team : s == slot; };
     int64_t ahead = any ? run->ahead_all : (slot < run->ahead.size() ? run->ahead[slot] : 0);
-    for (size_t s = 0; s < fit_sums_.size(); ++s) {
-      if (any || s == slot) ahead += fit_sums_[s].Between(run->from, w.order);
-    }
+    for (size_t s = 0; s < fit_sums_.size(); ++s)
+      if (counts(s)) ahead += fit_sums_[s].Between(run->from, w.order);
     for (auto c = fit_changes_.rbegin(); c != fit_changes_.rend() && c->seq > run->change_seq; ++c) {
-      if ((any || static_cast<size_t>(c->slot) == slot) && !(c->order < run->from) && c->order < w.order) {
-        ahead -= c->gpus;
-      }
+      if (counts(static_cast<size_t>(c->slot)) && !(c->order < run->from) && c->order < w.order) ahead -= c->gpus;
     }
     if (slot >= run->slots.size() || !run->slots[slot]) return std::nullopt;
     const FitSlotSnap& snap = *run->slots[slot];
@@ -225,17 +282,13 @@ std::optional<std::string> Engine::FitWhy(const Waiting& w) const {
 }
 
 int64_t Engine::WaitingGpusBefore(const std::string* pool, const OrderKey& order, uint64_t since) const {
-  int slot = -1;
-  if (pool != nullptr) {
-    auto it = std::find(fit_slots_.begin(), fit_slots_.end(), *pool);
-    if (it == fit_slots_.end()) return 0;
-    slot = static_cast<int>(it - fit_slots_.begin());
-  }
+  // Every queue's gangs of the pool.
+  auto counts = [&](int s) { return pool == nullptr || fit_slots_[static_cast<size_t>(s)].second == *pool; };
   int64_t sum = 0;
   for (size_t s = 0; s < fit_sums_.size(); ++s)
-    if (slot < 0 || static_cast<int>(s) == slot) sum += fit_sums_[s].Below(order);
+    if (counts(static_cast<int>(s))) sum += fit_sums_[s].Below(order);
   for (auto c = fit_changes_.rbegin(); c != fit_changes_.rend() && c->seq > since; ++c)
-    if ((slot < 0 || c->slot == slot) && c->order < order) sum -= c->gpus;
+    if (counts(c->slot) && c->order < order) sum -= c->gpus;
   return sum;
 }
 
