@@ -302,7 +302,7 @@ void Engine::GlobalWalk(PassContext& ctx) {
       continue;
     }
     if (FitPassive(w, ctx)) {
-      const std::optional<OrderKey> next = SkipFitRun(w, ctx);
+      const std::optional<OrderKey> next = SkipFitRun(w, ctx, nullptr);
       it = next ? order_.lower_bound(*next) : order_.end();
       continue;
     }

@@ -429,6 +429,9 @@ class Engine {
     std::string any_pool;
     std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> texts;  // made at the first skip
   };
+  // Brings `cache` up to the ledger's version; RoomTexts also makes its texts.
+  void RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const;
+  void RoomTexts(int team, RoomCache& cache) const;
   // Skips the run of the queue's gangs from `at` that have no quota room; returns the first
   // gang after it (nullopt: none) or `at`'s own key when `at` has room (nothing skipped).
   std::optional<OrderKey> SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx);
@@ -457,7 +460,7 @@ class Engine {
     auto operator<=>(const FitShapeKey&) const = default;
   };
   struct FitShape {
-    std::set<OrderKey> gangs;  // waiting, in queue order
+    internal::OrderSums<OrderKey> gangs;  // waiting, in queue order, with their GPUs
     int slot = -1;
     const TierPolicy* tier = nullptr;
     // As of the walk step that last classified it (PassContext::fit_step).
@@ -478,6 +481,7 @@ class Engine {
     OrderKey order;
     int slot = 0;
     int gpus = 0;  // < 0: the gang left
+    Milli amount = 0;
   };
   std::deque<FitChange> fit_changes_;
   uint64_t fit_change_seq_ = 0;
@@ -497,6 +501,9 @@ class Engine {
     int ahead_all = 0;        // PassContext::ahead_all at the run's start
     std::vector<int> ahead;   // ... ahead_waiting by slot
     std::vector<std::shared_ptr<const FitSlotSnap>> slots;  // by slot; null: none of its gangs in the run
+    // Team queues: its gangs without quota room, by (pool, amount) (their reasons; they
+    // count nothing ahead). Null: none.
+    std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> refused;
   };
   struct FitRuns {
     uint64_t pass = 0;  // a full pass
@@ -515,7 +522,9 @@ class Engine {
   // Skips the run of passive gangs of `at`'s queue from `at` (with team queues: as long
   // as the queue keeps the turn, i.e. its gangs' turn is `at`'s): adds their GPUs, records
   // their reasons (full pass); the next gang to walk (nullopt: none).
-  std::optional<OrderKey> SkipFitRun(const Waiting& at, PassContext& ctx);
+  // In a full pass with team queues the run also takes the queue's gangs without quota
+  // room (their reasons from `room`, SkipNoRoomRun's).
+  std::optional<OrderKey> SkipFitRun(const Waiting& at, PassContext& ctx, RoomCache* room);
   // The reason a skipped run gave `w` after it was last walked; nullopt if none.
   std::optional<std::string> FitWhy(const Waiting& w) const;
   std::shared_ptr<const FitSlotSnap> SnapSlot(int slot, PassContext& ctx);

@@ -41,19 +41,19 @@ void Engine::IndexFit(Waiting& w, bool add) {
       it->second.slot = w.fit_slot;
       it->second.tier = &policy_.TierOf(g.priority);
     }
-    it->second.gangs.insert(w.order);
+    it->second.gangs.Add(w.order, GpusOf(g));
     w.fit_shape = &it->second;
     fit_sums_[static_cast<size_t>(w.fit_slot)].Add(w.order, GpusOf(g));
     if (w.fresh) fresh_orders_.insert(w.order);
-    fit_changes_.push_back(FitChange{++fit_change_seq_, w.order, w.fit_slot, GpusOf(g)});
+    fit_changes_.push_back(FitChange{++fit_change_seq_, w.order, w.fit_slot, GpusOf(g), AmountOf(g)});
     return;
   }
   // Emptied shapes stay until the next pass starts (Waiting::fit_shape of gangs gone
   // during a pass still point at them).
-  w.fit_shape->gangs.erase(w.order);
+  w.fit_shape->gangs.Erase(w.order);
   fit_sums_[static_cast<size_t>(w.fit_slot)].Erase(w.order);
   fresh_orders_.erase(w.order);
-  fit_changes_.push_back(FitChange{++fit_change_seq_, w.order, w.fit_slot, -GpusOf(w.req)});
+  fit_changes_.push_back(FitChange{++fit_change_seq_, w.order, w.fit_slot, -GpusOf(w.req), AmountOf(w.req)});
   w.fit_shape = nullptr;
 }
 
@@ -157,26 +157,48 @@ bool Engine::FitPassive(const Waiting& w, PassContext& ctx) {
   return full ? shape.passive_tried : !shape.headable;
 }
 
-std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContext& ctx) {
+std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContext& ctx, RoomCache* room) {
   const bool full = ctx.scope == Scope::kFull;
   const int team = at.team;
   const bool within = at.fit_shape->within;
+  // A full pass's run also takes the queue's gangs without quota room that have `at`'s turn
+  // (QuotaFor refuses them: a reason from the ledger, nothing counted ahead).
+  const bool take_refused = full && team >= 0 && room != nullptr && static_cast<size_t>(team) < team_shapes_.size();
   // The run ends at the next gang of the queue that is not passive: of an active shape,
   // awaiting its victims, (after arrivals only) new, or (team queues) without quota room
   // or with another turn than `at` (the queue would not keep the turn through it).
   std::optional<OrderKey> next;
-  auto consider = [&](const std::set<OrderKey>& gangs) {
-    auto it = gangs.upper_bound(at.order);
-    if (it != gangs.end() && (!next || *it < *next)) next = *it;
+  auto consider = [&](std::optional<OrderKey> o) {
+    if (o && (!next || *o < *next)) next = o;
   };
+  auto first_after = [&](const std::set<OrderKey>& gangs) {
+    auto it = gangs.upper_bound(at.order);
+    return it == gangs.end() ? std::nullopt : std::optional<OrderKey>(*it);
+  };
+  std::vector<const FitShape*> refused;  // in the run: without room
   for (const auto& [key, shape] : fit_shapes_) {
-    if (key.team != team) continue;
-    const bool passive = shape.room && (team < 0 || shape.within == within) &&
-                         (full ? shape.passive_tried : !shape.headable);
-    if (!passive) consider(shape.gangs);
+    if (key.team != team || shape.gangs.empty()) continue;
+    const bool same_turn = team < 0 || shape.within == within;
+    if (same_turn && shape.room && (full ? shape.passive_tried : !shape.headable)) continue;
+    if (same_turn && !shape.room && take_refused) {
+      refused.push_back(&shape);
+      continue;
+    }
+    consider(shape.gangs.After(at.order));
   }
-  consider(awaiting_orders_);  // of every queue: a stop early in this one is only a step
-  if (!full) consider(fresh_orders_);
+  consider(first_after(awaiting_orders_));  // of every queue: a stop early in this one is only a step
+  if (!full) consider(first_after(fresh_orders_));
+  auto in_run = [&](const OrderSums<OrderKey>& sums) {
+    return (next ? sums.Below(*next) : sums.Total()) - sums.Below(at.order);
+  };
+  // GPUs of the run's refused gangs, by slot.
+  std::vector<int64_t> refused_gpus(fit_slots_.size(), 0);
+  bool any_refused = false;
+  for (const FitShape* shape : refused) {
+    const int64_t gpus = in_run(shape->gangs);
+    refused_gpus[static_cast<size_t>(shape->slot)] += gpus;
+    any_refused = any_refused || gpus > 0;
+  }
   FitRun run;
   if (full) {
     run.from = at.order;
@@ -187,11 +209,17 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
     run.ahead.assign(fit_slots_.size(), 0);
     run.slots.resize(fit_slots_.size());
   }
+  if (any_refused) {
+    RoomTexts(team, *room);
+    run.refused = room->texts;
+    SkippedRuns& runs = skipped_[static_cast<size_t>(team)];
+    runs.pass = stats_.passes;
+    runs.runs.push_back(SkippedRun{.from = at.order, .to = next.value_or(OrderKey{}), .to_end = !next,
+                                   .seq_limit = pass_seq_limit_, .texts = room->texts});
+  }
   for (size_t s = 0; s < fit_slots_.size(); ++s) {
     if (fit_slots_[s].first != team) continue;
-    const OrderSums<OrderKey>& sums = fit_sums_[s];
-    const int64_t below = sums.Below(at.order);
-    const auto gpus = static_cast<int>((next ? sums.Below(*next) : sums.Total()) - below);
+    const auto gpus = static_cast<int>(in_run(fit_sums_[s]) - refused_gpus[s]);
     if (gpus == 0) continue;
     int& ahead = ctx.ahead_waiting[fit_slots_[s].second];
     if (full) {
@@ -263,11 +291,28 @@ std::optional<std::string> Engine::FitWhy(const Waiting& w) const {
     const auto slot = static_cast<size_t>(w.fit_slot);
     const bool any = w.req.pool.empty();
     auto counts = [&](size_t s) { return any ? fit_slots_[s].first == w.team : s == slot; };
+    // Gangs the run skipped without quota room count nothing.
+    auto refused = [&](const std::string& pool, Milli amount) {
+      return run->refused && run->refused->contains({pool, amount});
+    };
     int64_t ahead = any ? run->ahead_all : (slot < run->ahead.size() ? run->ahead[slot] : 0);
     for (size_t s = 0; s < fit_sums_.size(); ++s)
       if (counts(s)) ahead += fit_sums_[s].Between(run->from, w.order);
+    if (run->refused) {
+      for (const auto& [key, shape] : fit_shapes_) {
+        const Milli amount = key.milli < placement::kMilliPerGpu
+                                 ? key.milli
+                                 : static_cast<Milli>(key.members * key.gpus_per_member) * kMilliGpu;
+        if (counts(static_cast<size_t>(shape.slot)) && refused(key.pool, amount)) {
+          ahead -= shape.gangs.Between(run->from, w.order);
+        }
+      }
+    }
     for (auto c = fit_changes_.rbegin(); c != fit_changes_.rend() && c->seq > run->change_seq; ++c) {
-      if (counts(static_cast<size_t>(c->slot)) && !(c->order < run->from) && c->order < w.order) ahead -= c->gpus;
+      const auto s = static_cast<size_t>(c->slot);
+      if (counts(s) && !refused(fit_slots_[s].second, c->amount) && !(c->order < run->from) && c->order < w.order) {
+        ahead -= c->gpus;
+      }
     }
     if (slot >= run->slots.size() || !run->slots[slot]) return std::nullopt;
     const FitSlotSnap& snap = *run->slots[slot];

@@ -23,10 +23,8 @@ void Engine::IndexShape(const Waiting& w, bool add) {
   }
 }
 
-std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx) {
-  const auto t = static_cast<size_t>(team);
-  if (t >= team_shapes_.size()) return at.order;
-  const Shapes& shapes = team_shapes_[t];
+void Engine::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const {
+  const Shapes& shapes = team_shapes_[static_cast<size_t>(team)];
   if (cache.version != ledger_.version()) {
     // Which shapes have room now: QuotaFor's verdict (any pool: room in some pool with nodes).
     cache.version = ledger_.version();
@@ -65,6 +63,26 @@ std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& a
       }
     }
   }
+}
+
+void Engine::RoomTexts(int team, RoomCache& cache) const {
+  if (!cache.texts) {
+    // The reasons QuotaFor gives the shapes without room, with the ledger as it is.
+    auto texts = std::make_shared<std::map<std::pair<std::string, Milli>, std::string>>();
+    const std::string& queue = ledger_.QueueName(team);
+    for (const Shapes::value_type* entry : cache.without_room) {
+      const std::string& pool = entry->first.first.empty() ? cache.any_pool : entry->first.first;
+      texts->try_emplace(entry->first, ledger_.Explain(queue, pool, entry->first.second));
+    }
+    cache.texts = std::move(texts);
+  }
+}
+
+std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx) {
+  const auto t = static_cast<size_t>(team);
+  if (t >= team_shapes_.size()) return at.order;
+  const Shapes& shapes = team_shapes_[t];
+  RefreshRoom(team, cache, ctx);
   // The gang at the cursor: walked as usual unless its shape has no room.
   if (!at.gone) {
     auto shape = shapes.find({at.req.pool, AmountOf(at.req)});
@@ -77,16 +95,7 @@ std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& a
     while (it != entry->second.end() && std::get<2>(*it) >= pass_seq_limit_) ++it;
     if (it != entry->second.end() && (!next || *it < *next)) next = *it;
   }
-  if (!cache.texts) {
-    // The reasons QuotaFor gives the shapes without room, with the ledger as it is.
-    auto texts = std::make_shared<std::map<std::pair<std::string, Milli>, std::string>>();
-    const std::string& queue = ledger_.QueueName(team);
-    for (const Shapes::value_type* entry : cache.without_room) {
-      const std::string& pool = entry->first.first.empty() ? cache.any_pool : entry->first.first;
-      texts->try_emplace(entry->first, ledger_.Explain(queue, pool, entry->first.second));
-    }
-    cache.texts = std::move(texts);
-  }
+  RoomTexts(team, cache);
   SkippedRuns& runs = skipped_[t];
   runs.pass = stats_.passes;
   runs.runs.push_back(SkippedRun{.from = at.order, .to = next.value_or(OrderKey{}), .to_end = !next,

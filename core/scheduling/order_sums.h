@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include <ext/pb_ds/assoc_container.hpp>
 #include <ext/pb_ds/tree_policy.hpp>
@@ -57,6 +58,12 @@ class OrderSums {
     return sum;
   }
   int64_t Total() const { return tree_.empty() ? 0 : tree_.node_begin().get_metadata(); }
+  // The first key after `key`; nullopt: none.
+  std::optional<Key> After(const Key& key) const {
+    auto it = tree_.upper_bound(key);
+    if (it == tree_.end()) return std::nullopt;
+    return it->first;
+  }
   // Sum over [from, to).
   int64_t Between(const Key& from, const Key& to) const { return Below(to) - Below(from); }
 
