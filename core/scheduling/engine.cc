@@ -242,7 +242,7 @@ std::string Engine::WhyWaiting(const GangKey& key) const {
   if (it == waiting_.end()) return "";
   const Waiting& w = *it->second;
   if (w.why_pass != stats_.passes) {
-    if (const std::string* skipped = SkippedWhy(w, stats_.passes)) return *skipped;
+    if (std::optional<std::string> skipped = SkippedWhy(w, stats_.passes)) return *skipped;
   }
   if (std::optional<std::string> skipped = FitWhy(w)) return *skipped;
   return w.why;
@@ -358,9 +358,10 @@ bool Engine::Start(Waiting& w, Admission admission, PassContext& ctx) {
 void Engine::TryGang(Waiting& w, PassContext& ctx) {
   if (w.gone) return;  // started or removed earlier in this pass
   // Skipped by the last pass (its queue had no room): that pass's reason is its reason.
-  const std::string* refused = w.why_pass + 1 != stats_.passes ? SkippedWhy(w, stats_.passes - 1) : nullptr;
-  if (refused != nullptr) {
-    w.why = *refused;
+  std::optional<std::string> refused;
+  if (w.why_pass + 1 != stats_.passes) refused = SkippedWhy(w, stats_.passes - 1);
+  if (refused) {
+    w.why = std::move(*refused);
   } else if (std::optional<std::string> skipped = FitWhy(w)) {
     // Skipped by a full pass since it was last walked (it could not start): that reason.
     w.why = std::move(*skipped);

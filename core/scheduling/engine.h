@@ -407,13 +407,15 @@ class Engine {
   // in the amount, and nothing changes the ledger while its gangs hold the turn) would
   // only be given that reason, gang by gang. The walk skips it in one step and records the
   // reasons per (pool, amount); WhyWaiting and the next pass's walk read them here.
+  // Reasons of gangs without quota room by (pool, amount), formatted when read.
+  using RefusedTexts = std::map<std::pair<std::string, Milli>, std::shared_ptr<const QueueLedger::Explanation>>;
   struct SkippedRun {
     OrderKey from, to;  // [from, to) of the queue's order; to_end: to the end
     bool to_end = false;
     uint64_t seq_limit = 0;  // gangs queued during the pass are not in it
     std::string any_pool;    // the pool an any-pool gang's reason names (as QuotaFor picks it)
     // (pool, amount) -> reason, shared by the runs skipped while the ledger was the same.
-    std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> texts;
+    std::shared_ptr<const RefusedTexts> texts;
   };
   struct SkippedRuns {
     uint64_t pass = 0;  // stats_.passes of the pass that skipped them
@@ -427,7 +429,7 @@ class Engine {
     std::vector<const Shapes::value_type*> with_room;
     std::set<const Shapes::value_type*> without_room;
     std::string any_pool;
-    std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> texts;  // made at the first skip
+    std::shared_ptr<const RefusedTexts> texts;  // made at the first skip
   };
   // Brings `cache` up to the ledger's version; RoomTexts also makes its texts.
   void RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const;
@@ -436,7 +438,7 @@ class Engine {
   // gang after it (nullopt: none) or `at`'s own key when `at` has room (nothing skipped).
   std::optional<OrderKey> SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx);
   // The reason pass `pass` recorded for `w` without walking it; nullptr if it walked it.
-  const std::string* SkippedWhy(const Waiting& w, uint64_t pass) const;
+  std::optional<std::string> SkippedWhy(const Waiting& w, uint64_t pass) const;
   void MaterializeSkippedWhys();
   void RollSkippedRuns();  // at a pass's start
 
@@ -503,7 +505,7 @@ class Engine {
     std::vector<std::shared_ptr<const FitSlotSnap>> slots;  // by slot; null: none of its gangs in the run
     // Team queues: its gangs without quota room, by (pool, amount) (their reasons; they
     // count nothing ahead). Null: none.
-    std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> refused;
+    std::shared_ptr<const RefusedTexts> refused;
   };
   struct FitRuns {
     uint64_t pass = 0;  // a full pass

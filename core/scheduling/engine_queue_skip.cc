@@ -68,11 +68,14 @@ void Engine::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const {
 void Engine::RoomTexts(int team, RoomCache& cache) const {
   if (!cache.texts) {
     // The reasons QuotaFor gives the shapes without room, with the ledger as it is.
-    auto texts = std::make_shared<std::map<std::pair<std::string, Milli>, std::string>>();
+    auto texts = std::make_shared<RefusedTexts>();
     const std::string& queue = ledger_.QueueName(team);
+    std::map<std::string, std::shared_ptr<const QueueLedger::Explanation>> by_pool;
     for (const Shapes::value_type* entry : cache.without_room) {
       const std::string& pool = entry->first.first.empty() ? cache.any_pool : entry->first.first;
-      texts->try_emplace(entry->first, ledger_.Explain(queue, pool, entry->first.second));
+      auto& facts = by_pool[pool];
+      if (!facts) facts = std::make_shared<const QueueLedger::Explanation>(ledger_.Explaining(queue, pool));
+      texts->try_emplace(entry->first, facts);
     }
     cache.texts = std::move(texts);
   }
@@ -119,29 +122,30 @@ void Engine::RollSkippedRuns() {
   }
 }
 
-const std::string* Engine::SkippedWhy(const Waiting& w, uint64_t pass) const {
-  if (w.team < 0 || pass == 0) return nullptr;
+std::optional<std::string> Engine::SkippedWhy(const Waiting& w, uint64_t pass) const {
+  if (w.team < 0 || pass == 0) return std::nullopt;
   const auto t = static_cast<size_t>(w.team);
   const SkippedRuns* runs = nullptr;
   if (t < skipped_.size() && skipped_[t].pass == pass && !skipped_[t].runs.empty()) runs = &skipped_[t];
   if (!runs && t < skipped_before_.size() && skipped_before_[t].pass == pass) runs = &skipped_before_[t];
-  if (!runs || runs->runs.empty()) return nullptr;
+  if (!runs || runs->runs.empty()) return std::nullopt;
   // The last run starting at or before it.
   auto run = std::upper_bound(runs->runs.begin(), runs->runs.end(), w.order,
                               [](const OrderKey& o, const SkippedRun& r) { return o < r.from; });
-  if (run == runs->runs.begin()) return nullptr;
+  if (run == runs->runs.begin()) return std::nullopt;
   --run;
-  if ((!run->to_end && !(w.order < run->to)) || std::get<2>(w.order) >= run->seq_limit) return nullptr;
+  if ((!run->to_end && !(w.order < run->to)) || std::get<2>(w.order) >= run->seq_limit) return std::nullopt;
   auto it = run->texts->find({w.req.pool, AmountOf(w.req)});
-  return it == run->texts->end() ? nullptr : &it->second;
+  if (it == run->texts->end()) return std::nullopt;
+  return it->second->Text(it->first.second);
 }
 
 void Engine::MaterializeSkippedWhys() {
   if (skipped_.empty()) return;
   for (auto& [key, w] : waiting_) {
     if (w->why_pass == stats_.passes) continue;
-    if (const std::string* skipped = SkippedWhy(*w, stats_.passes)) {
-      w->why = *skipped;
+    if (std::optional<std::string> skipped = SkippedWhy(*w, stats_.passes)) {
+      w->why = std::move(*skipped);
       w->why_pass = stats_.passes;
     }
   }
