@@ -47,6 +47,16 @@ class ReleaseForecast {
   // GPUs of `pool` expected free by `time` beyond `free_now` (releases at or before it).
   int ReleasedBy(const std::string& pool, double time, double now) const;
 
+  // Calls visit(expected_end, key) for `pool`'s running gangs in (expected end, key) order
+  // until it returns false.
+  template <typename Visit>
+  void InEndOrder(const std::string& pool, Visit visit) const {
+    const PoolIndex* index = Index(pool);
+    if (index == nullptr) return;
+    for (size_t i = 0; i < index->ends.size(); ++i)
+      if (!visit(index->ends[i], *index->keys[i])) return;
+  }
+
   // Changes with every Add and Remove: a copy of a pool's releases (Curve) stays current
   // while it is unchanged.
   uint64_t version() const { return version_; }
