@@ -307,7 +307,7 @@ void Engine::GlobalWalk(PassContext& ctx) {
       continue;
     }
     TryGang(w, ctx);
-    ++ctx.fit_step;
+    ++fit_step_;
     ++it;
   }
 }

@@ -465,9 +465,11 @@ class Engine {
     internal::OrderSums<OrderKey> gangs;  // waiting, in queue order, with their GPUs
     int slot = -1;
     const TierPolicy* tier = nullptr;
-    // As of the walk step that last classified it (PassContext::fit_step).
+    // As of the walk step that last classified it (fit_step_).
     bool headable = true;         // may become its pool's head when walked
     bool passive_tried = false;   // tried, it can only wait with a "does not fit" reason
+    const FitShapeKey* key = nullptr;    // its key in fit_shapes_
+    uint64_t classified = ~uint64_t{0};  // the fit_step_ of the class below
     bool room = true;             // team queues: its queue has quota room for it
     bool within = false;          // ... within nominal (QueueWalk's turn)
   };
@@ -520,7 +522,13 @@ class Engine {
   void MarkSeen(Waiting& w);  // w.fresh = false
   // Whether the walk may skip `w` at this step.
   bool FitPassive(const Waiting& w, PassContext& ctx);
-  void ClassifyFitShapes(PassContext& ctx);
+  // A shape's class as of this walk step (fit_step_: one per pass and per walked gang).
+  void ClassifyFitShape(const FitShapeKey& key, FitShape& shape, PassContext& ctx);
+  uint64_t fit_step_ = 0;
+  static FitShapeKey FitKeyOf(const Waiting& w);
+  // The first shape of a team queue's (fit_shapes_ is ordered by team first).
+  std::map<FitShapeKey, FitShape>::iterator TeamShapes(int team);
+  std::map<FitShapeKey, FitShape>::const_iterator TeamShapes(int team) const;
   // Skips the run of passive gangs of `at`'s queue from `at` (with team queues: as long
   // as the queue keeps the turn, i.e. its gangs' turn is `at`'s): adds their GPUs, records
   // their reasons (full pass); the next gang to walk (nullopt: none).

@@ -12,6 +12,7 @@
 // needs, or a gang of its shape with no more members failed to plan this pass). All of
 // these only change at a walked gang, so the shapes are classified once per walked gang.
 #include <algorithm>
+#include <climits>
 
 #include "core/scheduling/engine.h"
 #include "core/scheduling/engine_internal.h"
@@ -35,11 +36,11 @@ void Engine::IndexFit(Waiting& w, bool add) {
       slot = std::prev(fit_slots_.end());
     }
     w.fit_slot = static_cast<int>(slot - fit_slots_.begin());
-    FitShapeKey key{w.team, g.pool, g.gpus_per_member, g.milli, g.level, g.members, g.priority};
-    auto [it, added] = fit_shapes_.try_emplace(std::move(key));
+    auto [it, added] = fit_shapes_.try_emplace(FitKeyOf(w));
     if (added) {
       it->second.slot = w.fit_slot;
       it->second.tier = &policy_.TierOf(g.priority);
+      it->second.key = &it->first;
     }
     it->second.gangs.Add(w.order, GpusOf(g));
     w.fit_shape = &it->second;
@@ -55,6 +56,19 @@ void Engine::IndexFit(Waiting& w, bool add) {
   fresh_orders_.erase(w.order);
   fit_changes_.push_back(FitChange{++fit_change_seq_, w.order, w.fit_slot, -GpusOf(w.req), AmountOf(w.req)});
   w.fit_shape = nullptr;
+}
+
+Engine::FitShapeKey Engine::FitKeyOf(const Waiting& w) {
+  const GangRequest& g = w.req;
+  return FitShapeKey{w.team, g.pool, g.gpus_per_member, g.milli, g.level, g.members, g.priority};
+}
+
+std::map<Engine::FitShapeKey, Engine::FitShape>::iterator Engine::TeamShapes(int team) {
+  return fit_shapes_.lower_bound(FitShapeKey{team, "", INT_MIN, INT_MIN, "", INT_MIN, INT_MIN});
+}
+
+std::map<Engine::FitShapeKey, Engine::FitShape>::const_iterator Engine::TeamShapes(int team) const {
+  return fit_shapes_.lower_bound(FitShapeKey{team, "", INT_MIN, INT_MIN, "", INT_MIN, INT_MIN});
 }
 
 void Engine::SyncAwaiting(const Waiting& w) {
@@ -74,6 +88,8 @@ void Engine::MarkSeen(Waiting& w) {
 void Engine::BeginFitPass(PassContext& ctx) {
   std::erase_if(fit_shapes_, [](const auto& e) { return e.second.gangs.empty(); });
   ctx.fit_snaps.assign(fit_slots_.size(), {});
+  ctx.fit_free.assign(fit_slots_.size(), {~uint64_t{0}, 0});
+  ++fit_step_;
   if (ctx.scope != Scope::kFull) return;
   // This pass re-decides every gang's reason: the one before last is read by nobody after it.
   fit_runs_before_ = std::move(fit_runs_);
@@ -94,13 +110,11 @@ void Engine::EndFitPass(PassContext& /*ctx*/) {
   while (!fit_changes_.empty() && fit_changes_.front().seq <= oldest) fit_changes_.pop_front();
 }
 
-void Engine::ClassifyFitShapes(PassContext& ctx) {
-  if (ctx.fit_classified == ctx.fit_step) return;
-  ctx.fit_classified = ctx.fit_step;
+void Engine::ClassifyFitShape(const FitShapeKey& key, FitShape& shape, PassContext& ctx) {
+  if (shape.classified == fit_step_) return;
+  shape.classified = fit_step_;
   const placement::ClusterState& state = ctx.driver.state();
-  std::vector<int> free(fit_slots_.size(), -1);
-  for (auto& [key, shape] : fit_shapes_) {
-    if (shape.gangs.empty()) continue;
+  {
     const TierPolicy& tier = *shape.tier;
     const bool share = key.milli < placement::kMilliPerGpu;
     shape.headable = !share && tier.reserve_after_s >= 0 &&
@@ -123,21 +137,24 @@ void Engine::ClassifyFitShapes(PassContext& ctx) {
         shape.within = ledger_.WithinNominalOfAnyPool(key.team, amount);
       }
       shape.room = quota && *quota != QueueLedger::Fit::kNoRoom;
-      if (!shape.room) continue;
+      if (!shape.room) return;
     }
-    if (share || shape.headable) continue;
+    if (share || shape.headable) return;
     if (tier.target_wait_s >= 0) {
       auto s = ctx.searches.find(key.pool);
-      if (s == ctx.searches.end() || s->second < policy_.preemption_searches_per_pass) continue;
+      if (s == ctx.searches.end() || s->second < policy_.preemption_searches_per_pass) return;
     }
     if (quota == QueueLedger::Fit::kWithinNominal) {
       // It would take back what its queue lent, unless its pool's reclaims are spent.
-      if (key.pool.empty()) continue;
+      if (key.pool.empty()) return;
       auto s = ctx.reclaim_searches.find(key.pool);
-      if (s == ctx.reclaim_searches.end() || s->second < policy_.preemption_searches_per_pass) continue;
+      if (s == ctx.reclaim_searches.end() || s->second < policy_.preemption_searches_per_pass) return;
     }
-    int& f = free[static_cast<size_t>(shape.slot)];
-    if (f < 0) f = FreeGpus(state, key.pool);
+    auto& [free_at, f] = ctx.fit_free[static_cast<size_t>(shape.slot)];
+    if (free_at != fit_step_) {
+      free_at = fit_step_;
+      f = FreeGpus(state, key.pool);
+    }
     bool fails = f < key.members * key.gpus_per_member;
     if (!fails) {
       auto m = ctx.failed.find(std::make_tuple(key.pool, key.gpus_per_member, key.milli, key.level));
@@ -151,7 +168,7 @@ bool Engine::FitPassive(const Waiting& w, PassContext& ctx) {
   if (w.fit_shape == nullptr || !w.awaiting.empty()) return false;
   const bool full = ctx.scope == Scope::kFull;
   if (!full && w.fresh) return false;  // tried in a pass after arrivals: walked
-  ClassifyFitShapes(ctx);
+  ClassifyFitShape(*w.fit_shape->key, *w.fit_shape, ctx);
   const FitShape& shape = *w.fit_shape;
   if (!shape.room) return false;  // its queue refuses it: SkipNoRoomRun's
   return full ? shape.passive_tried : !shape.headable;
@@ -176,8 +193,11 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
     return it == gangs.end() ? std::nullopt : std::optional<OrderKey>(*it);
   };
   std::vector<const FitShape*> refused;  // in the run: without room
-  for (const auto& [key, shape] : fit_shapes_) {
-    if (key.team != team || shape.gangs.empty()) continue;
+  for (auto it = TeamShapes(team); it != fit_shapes_.end() && it->first.team == team; ++it) {
+    const FitShapeKey& key = it->first;
+    FitShape& shape = it->second;
+    if (shape.gangs.empty()) continue;
+    ClassifyFitShape(key, shape, ctx);
     const bool same_turn = team < 0 || shape.within == within;
     if (same_turn && shape.room && (full ? shape.passive_tried : !shape.headable)) continue;
     if (same_turn && !shape.room && take_refused) {
@@ -299,7 +319,8 @@ std::optional<std::string> Engine::FitWhy(const Waiting& w) const {
     for (size_t s = 0; s < fit_sums_.size(); ++s)
       if (counts(s)) ahead += fit_sums_[s].Between(run->from, w.order);
     if (run->refused) {
-      for (const auto& [key, shape] : fit_shapes_) {
+      for (auto it = TeamShapes(w.team); it != fit_shapes_.end() && it->first.team == w.team; ++it) {
+        const auto& [key, shape] = *it;
         const Milli amount = key.milli < placement::kMilliPerGpu
                                  ? key.milli
                                  : static_cast<Milli>(key.members * key.gpus_per_member) * kMilliGpu;

@@ -119,10 +119,8 @@ struct Engine::PassContext {
   std::unordered_map<internal::ReasonKey, std::string, internal::ReasonKeyHash> reasons;
   // Set when a gang's queue had no quota room for it (TryGang returned at QuotaFor).
   bool quota_refused = false;
-  // Gangs that cannot start (engine_fit_skip.cc): the walk's step (one per gang walked)
-  // and the step the shapes were last classified at.
-  uint64_t fit_step = 0;
-  uint64_t fit_classified = ~uint64_t{0};
+  // Gangs that cannot start (engine_fit_skip.cc).
+  std::vector<std::pair<uint64_t, int>> fit_free;  // per slot: (fit step, its pool's free GPUs)
   // Per slot: the last snapshot and what it was taken with (forecast version, head, starts,
   // evictions).
   std::vector<std::pair<std::tuple<uint64_t, bool, uint64_t, uint64_t>, std::shared_ptr<const FitSlotSnap>>> fit_snaps;

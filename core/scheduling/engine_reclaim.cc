@@ -137,7 +137,7 @@ void Engine::QueueWalk(PassContext& ctx) {
     settle(c);
     ctx.quota_refused = false;
     TryGang(w, ctx);
-    ++ctx.fit_step;
+    ++fit_step_;
     c.refused = ctx.quota_refused;
     if (c.it != c.end) turns.push(turn_of(i));
   }
