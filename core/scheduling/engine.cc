@@ -23,6 +23,9 @@ Engine::Engine(EnginePolicy policy, QueueConfig queues) : policy_(std::move(poli
 Status Engine::SetQueues(QueueConfig queues) {
   PHX_RETURN_IF_ERROR(queues.Validate());
   MaterializeSkippedWhys();  // the texts were made with the old ledger
+  MaterializeFitWhys();
+  for (auto& [key, w] : waiting_)
+    if (w->fit_shape != nullptr) IndexFit(*w, false);  // indexed by queue: again below
   skipped_.clear();
   skipped_before_.clear();
   team_shapes_.clear();
@@ -35,11 +38,15 @@ Status Engine::SetQueues(QueueConfig queues) {
     w->team = -1;
   }
   for (auto& [key, r] : running_) r.team = -1;
-  if (!ledger_.enabled()) return OkStatus();
+  if (!ledger_.enabled()) {
+    for (auto& [key, w] : waiting_) IndexFit(*w, true);
+    return OkStatus();
+  }
   for (auto& [key, w] : waiting_) {
     w->team = ledger_.ResolveIndex(w->req.queue);
     by_queue_[ledger_.QueueName(w->team)].emplace(w->order, w.get());
     IndexShape(*w, true);
+    IndexFit(*w, true);
   }
   for (auto& [key, r] : running_) {
     r.team = ledger_.ResolveIndex(r.req.queue);
@@ -112,6 +119,11 @@ Status Engine::Enqueue(GangRequest g) {
   w->req = std::move(g);
   w->order = order;
   if (ptr->team >= 0) IndexShape(*ptr, true);
+  if (in_pass_) {
+    fit_pending_.push_back(ptr);  // not walked in this pass: out of its sums
+  } else {
+    IndexFit(*ptr, true);
+  }
   unseen_.push_back(key);
   waiting_.emplace(key, std::move(w));
   return OkStatus();
@@ -129,7 +141,9 @@ void Engine::Forget(const GangKey& key) {
   if (it == waiting_.end()) return;
   Waiting& w = *it->second;
   if (w.team >= 0) IndexShape(w, false);
+  if (w.fit_shape != nullptr) IndexFit(w, false);
   if (!w.awaiting.empty()) --awaiting_gangs_;
+  awaiting_orders_.erase(w.order);
   // A pass may still point at it (its cursors walk the indexes): keep it, and its index
   // entries, until the pass ends.
   w.gone = true;
@@ -159,6 +173,7 @@ void Engine::Unindex(const Waiting& w) {
 void Engine::NoteAwaiting(const Waiting& w, bool was) {
   if (was && w.awaiting.empty()) --awaiting_gangs_;
   if (!was && !w.awaiting.empty()) ++awaiting_gangs_;
+  SyncAwaiting(w);
 }
 
 void Engine::OnFinished(const GangKey& key) {
@@ -227,8 +242,9 @@ std::string Engine::WhyWaiting(const GangKey& key) const {
   if (it == waiting_.end()) return "";
   const Waiting& w = *it->second;
   if (w.why_pass != stats_.passes) {
-    if (const std::string* skipped = SkippedWhy(w, stats_.passes)) return *skipped;
+    if (std::optional<std::string> skipped = SkippedWhy(w, stats_.passes)) return *skipped;
   }
+  if (std::optional<std::string> skipped = FitWhy(w)) return *skipped;
   return w.why;
 }
 
@@ -247,12 +263,14 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
   in_pass_ = true;
   pass_seq_limit_ = next_seq_;
   RollSkippedRuns();
+  BeginFitPass(ctx);
   if (ledger_.enabled()) {
     QueueWalk(ctx);
   } else {
     GlobalWalk(ctx);
   }
   in_pass_ = false;
+  EndFitPass(ctx);
   for (const auto& w : gone_) Unindex(*w);
   gone_.clear();
   // Every gang queued before the pass was walked or skipped (a queue with no room): those
@@ -262,7 +280,7 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
     if (it == waiting_.end()) return true;
     Waiting& w = *it->second;
     if (std::get<2>(w.order) >= pass_seq_limit_) return false;  // queued during the pass
-    w.fresh = false;
+    MarkSeen(w);
     if (w.since < 0) w.since = now;
     return true;
   });
@@ -275,8 +293,22 @@ void Engine::GlobalWalk(PassContext& ctx) {
   // competes with the pool-bound ones by its place, not after them.
   // The index is walked in place: entries of gangs that start stay until the pass ends
   // (Forget), and gangs queued meanwhile wait for the next pass.
-  for (const auto& [order, w] : order_) {
-    if (std::get<2>(order) < pass_seq_limit_) TryGang(*w, ctx);
+  // Runs of gangs that cannot start are skipped in one step (engine_fit_skip.cc).
+  auto it = order_.begin();
+  while (it != order_.end()) {
+    Waiting& w = *it->second;
+    if (std::get<2>(it->first) >= pass_seq_limit_ || w.gone) {
+      ++it;
+      continue;
+    }
+    if (FitPassive(w, ctx)) {
+      const std::optional<OrderKey> next = SkipFitRun(w, ctx, nullptr);
+      it = next ? order_.lower_bound(*next) : order_.end();
+      continue;
+    }
+    TryGang(w, ctx);
+    ++fit_step_;
+    ++it;
   }
 }
 
@@ -326,8 +358,13 @@ bool Engine::Start(Waiting& w, Admission admission, PassContext& ctx) {
 void Engine::TryGang(Waiting& w, PassContext& ctx) {
   if (w.gone) return;  // started or removed earlier in this pass
   // Skipped by the last pass (its queue had no room): that pass's reason is its reason.
-  if (w.why_pass + 1 != stats_.passes) {
-    if (const std::string* skipped = SkippedWhy(w, stats_.passes - 1)) w.why = *skipped;
+  std::optional<std::string> refused;
+  if (w.why_pass + 1 != stats_.passes) refused = SkippedWhy(w, stats_.passes - 1);
+  if (refused) {
+    w.why = std::move(*refused);
+  } else if (std::optional<std::string> skipped = FitWhy(w)) {
+    // Skipped by a full pass since it was last walked (it could not start): that reason.
+    w.why = std::move(*skipped);
   }
   w.why_pass = stats_.passes;
   const GangRequest& g = w.req;
@@ -337,7 +374,7 @@ void Engine::TryGang(Waiting& w, PassContext& ctx) {
   int& ahead_in_pool = ctx.ahead_waiting[queue];  // std::map: the reference stays valid
   const int ahead_waiting = queue.empty() ? ctx.ahead_all : ahead_in_pool;
   const bool tried = ctx.scope == Scope::kFull || w.fresh;
-  w.fresh = false;
+  MarkSeen(w);
   if (w.since < 0) w.since = ctx.now;
   const int gpus = g.IsShare() ? 1 : g.Gpus();
   const TierPolicy& tier = policy_.TierOf(g.priority);
@@ -422,6 +459,7 @@ void Engine::TryGang(Waiting& w, PassContext& ctx) {
   }
   NoteAwaiting(w, !w.awaiting.empty());
   w.awaiting.clear();
+  SyncAwaiting(w);
   // Within its queue's nominal quota: take back GPUs its queue lent out.
   if (tried && quota == QueueLedger::Fit::kWithinNominal) {
     if (TryQueueReclaim(w, ctx)) return;
@@ -497,12 +535,8 @@ void Engine::TryGang(Waiting& w, PassContext& ctx) {
     auto h = ctx.heads.find(queue);
     const HeadPlan* behind = h != ctx.heads.end() && h->second.reservation.head != key ? &h->second : nullptr;
     auto format = [&] {
-      if (behind != nullptr) {
-        return fmt::format("behind the head of pool {} ({}, expected start in {}); expected wait {}{}", queue,
-                           behind->reservation.head.str(), Duration(behind->reservation.expected_start - ctx.now),
-                           Duration(wait), suffix);
-      }
-      return fmt::format("does not fit now ({} GPUs, {} free); expected wait {}{}", gpus, free_now, Duration(wait), suffix);
+      return WaitReason(queue, behind ? &behind->reservation.head : nullptr,
+                        behind ? behind->reservation.expected_start : 0, gpus, free_now, wait, ctx.now, suffix);
     };
     if (suffix.empty()) {
       // Thousands of gangs behind one head give a handful of texts: format each once.

@@ -48,6 +48,7 @@
 #include "core/placement/cluster_state.h"
 #include "core/placement/gang_plan.h"
 #include "core/placement/preemption.h"
+#include "core/scheduling/order_sums.h"
 #include "core/scheduling/preemption_cost.h"
 #include "core/scheduling/queues.h"
 #include "core/scheduling/release_forecast.h"
@@ -108,6 +109,8 @@ class EngineDriver {
   virtual const placement::ClusterState& state() const = 0;
   // The state `gang` is planned on: state() minus anything the driver knows is spoken for
   // ahead of it (the extender: GPUs kube-scheduler nominated to higher-priority pods).
+  // Never more free GPUs in a pool than state() (a pass skips gangs that state() has no
+  // room for without planning them).
   virtual const placement::ClusterState& StateFor(const GangRequest& /*gang*/) const { return state(); }
   // Start (simulator) or reserve and release (extender) the gang. The pods that hold its
   // GPUs in state() afterwards (victim search finds them there); nullopt: nothing
@@ -244,6 +247,7 @@ class Engine {
  private:
   // Queue order: priority descending, first submission, then arrival.
   using OrderKey = std::tuple<int, double, uint64_t>;
+  struct FitShape;
   struct Waiting {
     GangRequest req;
     OrderKey order;
@@ -260,6 +264,8 @@ class Engine {
     int team = -1;
     int ledger_pool = -1;
     uint64_t why_pass = 0;  // the pass that last walked it (else `why` may be a skipped queue's reason)
+    FitShape* fit_shape = nullptr;           // its entry in fit_shapes_ (nullptr: not indexed yet)
+    int fit_slot = -1;                      // fit_slots_ index of (team, req.pool)
   };
   struct Running {
     GangRequest req;
@@ -401,13 +407,15 @@ class Engine {
   // in the amount, and nothing changes the ledger while its gangs hold the turn) would
   // only be given that reason, gang by gang. The walk skips it in one step and records the
   // reasons per (pool, amount); WhyWaiting and the next pass's walk read them here.
+  // Reasons of gangs without quota room by (pool, amount), formatted when read.
+  using RefusedTexts = std::map<std::pair<std::string, Milli>, std::shared_ptr<const QueueLedger::Explanation>>;
   struct SkippedRun {
     OrderKey from, to;  // [from, to) of the queue's order; to_end: to the end
     bool to_end = false;
     uint64_t seq_limit = 0;  // gangs queued during the pass are not in it
     std::string any_pool;    // the pool an any-pool gang's reason names (as QuotaFor picks it)
     // (pool, amount) -> reason, shared by the runs skipped while the ledger was the same.
-    std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> texts;
+    std::shared_ptr<const RefusedTexts> texts;
   };
   struct SkippedRuns {
     uint64_t pass = 0;  // stats_.passes of the pass that skipped them
@@ -421,15 +429,121 @@ class Engine {
     std::vector<const Shapes::value_type*> with_room;
     std::set<const Shapes::value_type*> without_room;
     std::string any_pool;
-    std::shared_ptr<const std::map<std::pair<std::string, Milli>, std::string>> texts;  // made at the first skip
+    std::shared_ptr<const RefusedTexts> texts;  // made at the first skip
   };
+  // Brings `cache` up to the ledger's version; RoomTexts also makes its texts.
+  void RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const;
+  void RoomTexts(int team, RoomCache& cache) const;
   // Skips the run of the queue's gangs from `at` that have no quota room; returns the first
   // gang after it (nullopt: none) or `at`'s own key when `at` has room (nothing skipped).
   std::optional<OrderKey> SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx);
   // The reason pass `pass` recorded for `w` without walking it; nullptr if it walked it.
-  const std::string* SkippedWhy(const Waiting& w, uint64_t pass) const;
+  std::optional<std::string> SkippedWhy(const Waiting& w, uint64_t pass) const;
   void MaterializeSkippedWhys();
   void RollSkippedRuns();  // at a pass's start
+
+  // --- gangs that cannot start (engine_fit_skip.cc) ---
+  // Most of a long queue cannot start in a pass: its shape does not fit (no free GPUs in
+  // its pool, or a gang of the same shape failed to plan this pass), and its tier neither
+  // becomes a head nor preempts now (with team queues: it has quota room but takes nothing
+  // back); in a pass after arrivals only, every gang but the new ones and the would-be
+  // heads is not even tried. Such a gang only counts its GPUs as ahead of later gangs and
+  // (when tried) gets a "does not fit" reason. The walk (each team queue's cursor) skips a
+  // run of them in one step: the GPUs from per-(queue, pool) sums in queue order, the
+  // reasons recorded per run and formatted when asked for (WhyWaiting, the next walk).
+  struct FitShapeKey {
+    int team = -1;  // team queue (QueueLedger index; -1: queues off)
+    std::string pool;
+    int gpus_per_member = 1;
+    int milli = 0;
+    std::string level;
+    int members = 1;
+    int priority = 0;
+    auto operator<=>(const FitShapeKey&) const = default;
+  };
+  struct FitShape {
+    internal::OrderSums<OrderKey> gangs;  // waiting, in queue order, with their GPUs
+    int slot = -1;
+    const TierPolicy* tier = nullptr;
+    // As of the walk step that last classified it (fit_step_).
+    bool headable = true;         // may become its pool's head when walked
+    bool passive_tried = false;   // tried, it can only wait with a "does not fit" reason
+    const FitShapeKey* key = nullptr;    // its key in fit_shapes_
+    uint64_t classified = ~uint64_t{0};  // the fit_step_ of the class below
+    bool room = true;             // team queues: its queue has quota room for it
+    bool within = false;          // ... within nominal (QueueWalk's turn)
+  };
+  std::map<FitShapeKey, FitShape> fit_shapes_;
+  std::vector<std::pair<int, std::string>> fit_slots_;   // (team, required pool ("" = any)), by slot
+  std::vector<internal::OrderSums<OrderKey>> fit_sums_;  // by slot: GPUs of waiting gangs
+  std::set<OrderKey> fresh_orders_;     // indexed gangs not walked yet (Waiting::fresh)
+  std::set<OrderKey> awaiting_orders_;  // gangs whose victims are checkpointing (always walked)
+  std::vector<Waiting*> fit_pending_;   // queued during a pass: indexed when it ends
+  // Every change to fit_sums_, so a run's sums read later are those of its pass.
+  struct FitChange {
+    uint64_t seq = 0;
+    OrderKey order;
+    int slot = 0;
+    int gpus = 0;  // < 0: the gang left
+    Milli amount = 0;
+  };
+  std::deque<FitChange> fit_changes_;
+  uint64_t fit_change_seq_ = 0;
+  // What a skipped run's reasons depend on, per slot: the pool's free GPUs, its head, its
+  // expected releases, at the time of the skip.
+  struct FitSlotSnap {
+    int free_now = 0;
+    bool behind = false;
+    GangKey head;
+    double head_start = 0;
+    std::shared_ptr<const ReleaseForecast::Curve> curve;
+  };
+  struct FitRun {
+    OrderKey from, to;
+    bool to_end = false;
+    uint64_t change_seq = 0;  // fit_changes_ after this one came after the run
+    int ahead_all = 0;        // PassContext::ahead_all at the run's start
+    std::vector<int> ahead;   // ... ahead_waiting by slot
+    std::vector<std::shared_ptr<const FitSlotSnap>> slots;  // by slot; null: none of its gangs in the run
+    // Team queues: its gangs without quota room, by (pool, amount) (their reasons; they
+    // count nothing ahead). Null: none.
+    std::shared_ptr<const RefusedTexts> refused;
+  };
+  struct FitRuns {
+    uint64_t pass = 0;  // a full pass
+    double now = 0;
+    uint64_t seq_limit = 0;
+    std::vector<std::vector<FitRun>> runs;  // by team + 1, in queue order
+  };
+  // The last full pass's runs (the one in progress during a full pass) and the one before.
+  FitRuns fit_runs_, fit_runs_before_;
+  void IndexFit(Waiting& w, bool add);
+  void SyncAwaiting(const Waiting& w);
+  void MarkSeen(Waiting& w);  // w.fresh = false
+  // Whether the walk may skip `w` at this step.
+  bool FitPassive(const Waiting& w, PassContext& ctx);
+  // A shape's class as of this walk step (fit_step_: one per pass and per walked gang).
+  void ClassifyFitShape(const FitShapeKey& key, FitShape& shape, PassContext& ctx);
+  uint64_t fit_step_ = 0;
+  static FitShapeKey FitKeyOf(const Waiting& w);
+  // The first shape of a team queue's (fit_shapes_ is ordered by team first).
+  std::map<FitShapeKey, FitShape>::iterator TeamShapes(int team);
+  std::map<FitShapeKey, FitShape>::const_iterator TeamShapes(int team) const;
+  // Skips the run of passive gangs of `at`'s queue from `at` (with team queues: as long
+  // as the queue keeps the turn, i.e. its gangs' turn is `at`'s): adds their GPUs, records
+  // their reasons (full pass); the next gang to walk (nullopt: none).
+  // In a full pass with team queues the run also takes the queue's gangs without quota
+  // room (their reasons from `room`, SkipNoRoomRun's).
+  std::optional<OrderKey> SkipFitRun(const Waiting& at, PassContext& ctx, RoomCache* room);
+  // The reason a skipped run gave `w` after it was last walked; nullopt if none.
+  std::optional<std::string> FitWhy(const Waiting& w) const;
+  std::shared_ptr<const FitSlotSnap> SnapSlot(int slot, PassContext& ctx);
+  void BeginFitPass(PassContext& ctx);
+  void EndFitPass(PassContext& ctx);
+  void MaterializeFitWhys();
+  // GPUs of the waiting gangs before `order` that require `pool` (nullptr: every gang), as
+  // they were after change `since` of fit_changes_ (later ones undone).
+  int64_t WaitingGpusBefore(const std::string* pool, const OrderKey& order, uint64_t since) const;
 };
 
 }  // namespace phalanx::scheduling

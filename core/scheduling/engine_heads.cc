@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <unordered_map>
 
 #include "core/scheduling/engine_internal.h"
@@ -111,23 +112,30 @@ Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name
   };
   // Preemptible backfill below it is taken back when the head is ready: count its GPUs
   // as free from the start.
-  for (const auto& [key, r] : running_)
-    if (r.pool == pool_name && r.reclaimable && r.req.priority < g.priority) release(r);
+  auto taken_back = [&](const Running& r) { return r.reclaimable && r.req.priority < g.priority; };
+  if (reclaimable_ > 0) {
+    for (const auto& [key, r] : running_)
+      if (r.pool == pool_name && taken_back(r)) release(r);
+  }
   double start = ctx.now;
   if (head.capacity_at_start < g.members) {
-    // Running gangs of this pool by expected end (overdue ones: soon, not in the past).
-    std::vector<std::pair<double, const Running*>> ends;
-    for (const auto& [key, r] : running_)
-      if (r.pool == pool_name && !(r.reclaimable && r.req.priority < g.priority)) ends.emplace_back(std::max(r.expected_end, ctx.now + forecast_.overdue_grace_s), &r);
-    std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second->req.key < b.second->req.key;
+    // The pool's running gangs by expected end (the forecast keeps them in that order;
+    // overdue ones: soon, not in the past), each instant's together, until the head fits.
+    const double soon = ctx.now + forecast_.overdue_grace_s;
+    std::optional<double> instant;  // of the releases so far
+    forecast_.InEndOrder(pool_name, [&](double end, const GangKey& key) {
+      const double t = std::max(end, soon);
+      if (instant && t != *instant) {
+        start = *instant;
+        if (head.capacity_at_start >= g.members) return false;
+      }
+      auto r = running_.find(key);
+      if (r == running_.end() || taken_back(r->second)) return true;  // released above
+      release(r->second);
+      instant = t;
+      return true;
     });
-    size_t i = 0;
-    while (i < ends.size() && head.capacity_at_start < g.members) {
-      const double t = ends[i].first;
-      for (; i < ends.size() && ends[i].first == t; ++i) release(*ends[i].second);  // same instant together
-      start = t;
-    }
+    if (instant) start = *instant;  // the last instant released
     if (head.capacity_at_start < g.members) return head;  // unreachable
   }
   head.reservation.expected_start = start;

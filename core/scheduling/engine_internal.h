@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -44,6 +45,17 @@ inline placement::GangSpec SpecOf(const GangRequest& g, const std::string& pool,
     spec.mode = g.mode;
   }
   return spec;
+}
+
+// The reason of a gang that waits without being its pool's head (the pass tried it): behind
+// that head, or not fitting; its expected wait; `suffix`: what a preemption attempt found.
+inline std::string WaitReason(const std::string& pool, const GangKey* head, double head_start, int gpus, int free_now,
+                              double wait, double now, std::string_view suffix) {
+  if (head != nullptr) {
+    return fmt::format("behind the head of pool {} ({}, expected start in {}); expected wait {}{}", pool, head->str(),
+                       Duration(head_start - now), Duration(wait), suffix);
+  }
+  return fmt::format("does not fit now ({} GPUs, {} free); expected wait {}{}", gpus, free_now, Duration(wait), suffix);
 }
 
 // Hash of small tuples of integers (memo keys).
@@ -91,6 +103,8 @@ struct Engine::PassContext {
   std::set<std::tuple<std::string, int, int>> unreachable;
   // Per queue: cumulative GPUs of the waiting gangs in order, at the pass's start.
   std::map<std::string, std::vector<std::pair<OrderKey, int>>> ahead;
+  // ... or from the per-pool sums as they were after this change (Engine::fit_changes_).
+  std::map<std::string, uint64_t> ahead_since;
   // Team queues: (queue, pool) -> fewest GPUs a queue reclaim could not make room for,
   // valid while no gang was evicted (stats().preemptions unchanged).
   std::map<std::pair<int, std::string>, int> reclaim_failed;
@@ -105,6 +119,11 @@ struct Engine::PassContext {
   std::unordered_map<internal::ReasonKey, std::string, internal::ReasonKeyHash> reasons;
   // Set when a gang's queue had no quota room for it (TryGang returned at QuotaFor).
   bool quota_refused = false;
+  // Gangs that cannot start (engine_fit_skip.cc).
+  std::vector<std::pair<uint64_t, int>> fit_free;  // per slot: (fit step, its pool's free GPUs)
+  // Per slot: the last snapshot and what it was taken with (forecast version, head, starts,
+  // evictions).
+  std::vector<std::pair<std::tuple<uint64_t, bool, uint64_t, uint64_t>, std::shared_ptr<const FitSlotSnap>>> fit_snaps;
 };
 
 }  // namespace phalanx::scheduling

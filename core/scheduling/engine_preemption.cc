@@ -67,12 +67,21 @@ double Engine::ExpectedWait(const GangRequest& g, double now, const placement::C
   // gang that takes any pool), then its own.
   const OrderKey order = OrderOf(g, 0);
   int ahead = 0;
-  for (const auto& [o, waiting] : order_) {
-    if (!(o < order)) break;
-    if (waiting->gone) continue;  // started during a pass (its entry goes at the pass's end)
-    const GangRequest& w = waiting->req;
-    if (w.key == g.key || (!g.pool.empty() && w.pool != g.pool)) continue;
-    ahead += w.IsShare() ? 1 : w.Gpus();
+  if (fit_pending_.empty()) {
+    // From the per-pool sums in queue order (engine_fit_skip.cc), less its own GPUs.
+    ahead = static_cast<int>(WaitingGpusBefore(g.pool.empty() ? nullptr : &g.pool, order, fit_change_seq_));
+    if (auto own = waiting_.find(g.key); own != waiting_.end() && own->second->order < order &&
+                                         (g.pool.empty() || own->second->req.pool == g.pool)) {
+      ahead -= own->second->req.IsShare() ? 1 : own->second->req.Gpus();
+    }
+  } else {
+    for (const auto& [o, waiting] : order_) {
+      if (!(o < order)) break;
+      if (waiting->gone) continue;  // started during a pass (its entry goes at the pass's end)
+      const GangRequest& w = waiting->req;
+      if (w.key == g.key || (!g.pool.empty() && w.pool != g.pool)) continue;
+      ahead += w.IsShare() ? 1 : w.Gpus();
+    }
   }
   const int gpus = g.IsShare() ? 1 : g.Gpus();
   const ReleaseForecast::Shadow s = forecast_.When(g.pool, gpus + ahead, FreeGpus(state, g.pool), now);
@@ -168,25 +177,39 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
 
 double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const {
   const std::string& queue = victim.req.pool;
-  auto [it, inserted] = ctx.ahead.try_emplace(queue);
-  if (inserted) {
-    int sum = 0;
-    if (auto q = queues_.find(queue); q != queues_.end()) {
-      for (const auto& [o, w] : q->second) {
-        if (w->gone) continue;  // started earlier in this pass
-        const GangRequest& g = w->req;
-        sum += g.IsShare() ? 1 : g.Gpus();
-        it->second.emplace_back(o, sum);
+  // Re-queued, the victim keeps its place (first submission): count who waits before it,
+  // except the preemptor, which runs on the victim's GPUs. The waiting gangs are counted
+  // as they were at the first such question of the pass (or since its last eviction):
+  // from the per-pool sums with the changes since undone, or (gangs queued during the
+  // pass, which the sums leave out) a prefix over the queue.
+  const OrderKey order = OrderOf(victim.req, 0);
+  int ahead = 0;
+  auto since = ctx.ahead_since.find(queue);
+  if (since == ctx.ahead_since.end() && !ctx.ahead.contains(queue) &&
+      std::none_of(fit_pending_.begin(), fit_pending_.end(),
+                   [&](const Waiting* w) { return !w->gone && w->req.pool == queue; })) {
+    since = ctx.ahead_since.emplace(queue, fit_change_seq_).first;
+  }
+  if (since != ctx.ahead_since.end()) {
+    ahead = static_cast<int>(WaitingGpusBefore(&queue, order, since->second));
+  } else {
+    auto [it, inserted] = ctx.ahead.try_emplace(queue);
+    if (inserted) {
+      int sum = 0;
+      if (auto q = queues_.find(queue); q != queues_.end()) {
+        for (const auto& [o, w] : q->second) {
+          if (w->gone) continue;  // started earlier in this pass
+          const GangRequest& g = w->req;
+          sum += g.IsShare() ? 1 : g.Gpus();
+          it->second.emplace_back(o, sum);
+        }
       }
     }
+    const auto& prefix = it->second;
+    auto pos = std::lower_bound(prefix.begin(), prefix.end(), order,
+                                [](const std::pair<OrderKey, int>& e, const OrderKey& o) { return e.first < o; });
+    ahead = pos == prefix.begin() ? 0 : std::prev(pos)->second;
   }
-  // Re-queued, the victim keeps its place (first submission): count who waits before it,
-  // except the preemptor, which runs on the victim's GPUs.
-  const OrderKey order = OrderOf(victim.req, 0);
-  const auto& prefix = it->second;
-  auto pos = std::lower_bound(prefix.begin(), prefix.end(), order,
-                              [](const std::pair<OrderKey, int>& e, const OrderKey& o) { return e.first < o; });
-  int ahead = pos == prefix.begin() ? 0 : std::prev(pos)->second;
   const int gpus = victim.req.IsShare() ? 1 : victim.req.Gpus();
   if (preemptor.pool == queue && OrderOf(preemptor, 0) < order) ahead = std::max(0, ahead - preemptor.Gpus());
   const int need = gpus + ahead;
@@ -278,6 +301,7 @@ bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& deci
   }
   ctx.failed.clear();
   ctx.ahead.clear();
+  ctx.ahead_since.clear();
   if (!pending.empty()) {
     const bool was_awaiting = !w.awaiting.empty();
     w.awaiting = std::move(pending);

@@ -23,10 +23,8 @@ void Engine::IndexShape(const Waiting& w, bool add) {
   }
 }
 
-std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx) {
-  const auto t = static_cast<size_t>(team);
-  if (t >= team_shapes_.size()) return at.order;
-  const Shapes& shapes = team_shapes_[t];
+void Engine::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const {
+  const Shapes& shapes = team_shapes_[static_cast<size_t>(team)];
   if (cache.version != ledger_.version()) {
     // Which shapes have room now: QuotaFor's verdict (any pool: room in some pool with nodes).
     cache.version = ledger_.version();
@@ -65,6 +63,29 @@ std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& a
       }
     }
   }
+}
+
+void Engine::RoomTexts(int team, RoomCache& cache) const {
+  if (!cache.texts) {
+    // The reasons QuotaFor gives the shapes without room, with the ledger as it is.
+    auto texts = std::make_shared<RefusedTexts>();
+    const std::string& queue = ledger_.QueueName(team);
+    std::map<std::string, std::shared_ptr<const QueueLedger::Explanation>> by_pool;
+    for (const Shapes::value_type* entry : cache.without_room) {
+      const std::string& pool = entry->first.first.empty() ? cache.any_pool : entry->first.first;
+      auto& facts = by_pool[pool];
+      if (!facts) facts = std::make_shared<const QueueLedger::Explanation>(ledger_.Explaining(queue, pool));
+      texts->try_emplace(entry->first, facts);
+    }
+    cache.texts = std::move(texts);
+  }
+}
+
+std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx) {
+  const auto t = static_cast<size_t>(team);
+  if (t >= team_shapes_.size()) return at.order;
+  const Shapes& shapes = team_shapes_[t];
+  RefreshRoom(team, cache, ctx);
   // The gang at the cursor: walked as usual unless its shape has no room.
   if (!at.gone) {
     auto shape = shapes.find({at.req.pool, AmountOf(at.req)});
@@ -77,16 +98,7 @@ std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& a
     while (it != entry->second.end() && std::get<2>(*it) >= pass_seq_limit_) ++it;
     if (it != entry->second.end() && (!next || *it < *next)) next = *it;
   }
-  if (!cache.texts) {
-    // The reasons QuotaFor gives the shapes without room, with the ledger as it is.
-    auto texts = std::make_shared<std::map<std::pair<std::string, Milli>, std::string>>();
-    const std::string& queue = ledger_.QueueName(team);
-    for (const Shapes::value_type* entry : cache.without_room) {
-      const std::string& pool = entry->first.first.empty() ? cache.any_pool : entry->first.first;
-      texts->try_emplace(entry->first, ledger_.Explain(queue, pool, entry->first.second));
-    }
-    cache.texts = std::move(texts);
-  }
+  RoomTexts(team, cache);
   SkippedRuns& runs = skipped_[t];
   runs.pass = stats_.passes;
   runs.runs.push_back(SkippedRun{.from = at.order, .to = next.value_or(OrderKey{}), .to_end = !next,
@@ -110,29 +122,30 @@ void Engine::RollSkippedRuns() {
   }
 }
 
-const std::string* Engine::SkippedWhy(const Waiting& w, uint64_t pass) const {
-  if (w.team < 0 || pass == 0) return nullptr;
+std::optional<std::string> Engine::SkippedWhy(const Waiting& w, uint64_t pass) const {
+  if (w.team < 0 || pass == 0) return std::nullopt;
   const auto t = static_cast<size_t>(w.team);
   const SkippedRuns* runs = nullptr;
   if (t < skipped_.size() && skipped_[t].pass == pass && !skipped_[t].runs.empty()) runs = &skipped_[t];
   if (!runs && t < skipped_before_.size() && skipped_before_[t].pass == pass) runs = &skipped_before_[t];
-  if (!runs || runs->runs.empty()) return nullptr;
+  if (!runs || runs->runs.empty()) return std::nullopt;
   // The last run starting at or before it.
   auto run = std::upper_bound(runs->runs.begin(), runs->runs.end(), w.order,
                               [](const OrderKey& o, const SkippedRun& r) { return o < r.from; });
-  if (run == runs->runs.begin()) return nullptr;
+  if (run == runs->runs.begin()) return std::nullopt;
   --run;
-  if ((!run->to_end && !(w.order < run->to)) || std::get<2>(w.order) >= run->seq_limit) return nullptr;
+  if ((!run->to_end && !(w.order < run->to)) || std::get<2>(w.order) >= run->seq_limit) return std::nullopt;
   auto it = run->texts->find({w.req.pool, AmountOf(w.req)});
-  return it == run->texts->end() ? nullptr : &it->second;
+  if (it == run->texts->end()) return std::nullopt;
+  return it->second->Text(it->first.second);
 }
 
 void Engine::MaterializeSkippedWhys() {
   if (skipped_.empty()) return;
   for (auto& [key, w] : waiting_) {
     if (w->why_pass == stats_.passes) continue;
-    if (const std::string* skipped = SkippedWhy(*w, stats_.passes)) {
-      w->why = *skipped;
+    if (std::optional<std::string> skipped = SkippedWhy(*w, stats_.passes)) {
+      w->why = std::move(*skipped);
       w->why_pass = stats_.passes;
     }
   }

@@ -120,11 +120,24 @@ void Engine::QueueWalk(PassContext& ctx) {
       }
     }
     Waiting& w = *c.it->second;
+    // A run of its gangs that cannot start, with the same turn, in one step (engine_fit_skip.cc).
+    if (FitPassive(w, ctx)) {
+      if (static_cast<size_t>(c.team) < team_shapes_.size()) RefreshRoom(c.team, c.room, ctx);
+      const std::optional<OrderKey> next = SkipFitRun(w, ctx, &c.room);
+      const Index& gangs = by_queue_.find(ledger_.QueueName(c.team))->second;
+      c.it = next ? gangs.lower_bound(*next) : c.end;
+      ++c.next;
+      settle(c);
+      c.refused = true;  // it may stop at a gang without room: SkipNoRoomRun looks
+      if (c.it != c.end) turns.push(turn_of(i));
+      continue;
+    }
     ++c.it;
     ++c.next;
     settle(c);
     ctx.quota_refused = false;
     TryGang(w, ctx);
+    ++fit_step_;
     c.refused = ctx.quota_refused;
     if (c.it != c.end) turns.push(turn_of(i));
   }

@@ -292,18 +292,36 @@ bool QueueLedger::WithinNominalOfAnyPool(int q, Milli amount) const {
 }
 
 std::string QueueLedger::Explain(std::string_view queue, std::string_view pool, Milli amount) const {
+  return Explaining(queue, pool).Text(amount);
+}
+
+QueueLedger::Explanation QueueLedger::Explaining(std::string_view queue, std::string_view pool) const {
+  Explanation e;
+  e.queue = std::string(queue);
+  e.pool = std::string(pool);
   const QueueSpec* s = Find(queue);
-  if (s == nullptr) return fmt::format("queue {} is not configured", queue);
-  const Milli used = Usage(queue, pool), nominal = Nominal(queue, pool);
-  const std::string head = fmt::format("queue {} is at {}/{} nominal GPUs of {}", queue, Gpus(used), Gpus(nominal), pool);
-  const PoolQuota* quota = s->QuotaOf(pool);
-  if (quota && quota->borrowing_limit && used + amount > nominal + *quota->borrowing_limit) {
-    return fmt::format("{} and may borrow at most {} beyond it; this gang needs {}", head,
-                       Gpus(*quota->borrowing_limit), Gpus(amount));
+  if (s == nullptr) {
+    e.configured = false;
+    return e;
   }
-  if (s->parent.empty() && s->cohort.empty()) return head + " and has no cohort to borrow from";
-  const std::string group = s->parent.empty() ? "its cohort " + s->cohort : "its parent " + s->parent;
-  const Milli room = Room(queue, pool);
+  e.used = Usage(queue, pool);
+  e.nominal = Nominal(queue, pool);
+  if (const PoolQuota* quota = s->QuotaOf(pool)) e.borrowing_limit = quota->borrowing_limit;
+  if (!s->parent.empty() || !s->cohort.empty()) {
+    e.group = s->parent.empty() ? "its cohort " + s->cohort : "its parent " + s->parent;
+    e.room = Room(queue, pool);
+  }
+  return e;
+}
+
+std::string QueueLedger::Explanation::Text(Milli amount) const {
+  if (!configured) return fmt::format("queue {} is not configured", queue);
+  const std::string head = fmt::format("queue {} is at {}/{} nominal GPUs of {}", queue, Gpus(used), Gpus(nominal), pool);
+  if (borrowing_limit && used + amount > nominal + *borrowing_limit) {
+    return fmt::format("{} and may borrow at most {} beyond it; this gang needs {}", head, Gpus(*borrowing_limit),
+                       Gpus(amount));
+  }
+  if (group.empty()) return head + " and has no cohort to borrow from";
   const Milli unused = std::max<Milli>(0, nominal - used);
   if (room <= unused) return fmt::format("{} and {} has none to lend", head, group);
   return fmt::format("{} and {} has {} to lend; this gang needs {}", head, group, Gpus(room - unused), Gpus(amount));

@@ -154,6 +154,17 @@ class QueueLedger {
   // Why Check said kNoRoom: "queue team-a is at 512/512 nominal GPUs of H100 and its
   // cohort has none to lend".
   std::string Explain(std::string_view queue, std::string_view pool, Milli amount) const;
+  // What Explain says of `queue` on `pool`, kept to be formatted later for any amount
+  // (the engine formats the reasons of gangs it skipped when they are asked for).
+  struct Explanation {
+    bool configured = true;
+    std::string queue, pool;
+    Milli used = 0, nominal = 0, room = 0;
+    std::optional<Milli> borrowing_limit;
+    std::string group;  // "its cohort X" / "its parent Y"; "" = none to borrow from
+    std::string Text(Milli amount) const;  // = Explain(queue, pool, amount) when taken
+  };
+  Explanation Explaining(std::string_view queue, std::string_view pool) const;
 
   // Weighted dominant-resource share: max over pools of usage / capacity, divided by the
   // queue's weight (a child: its own usage and weight).

@@ -43,6 +43,7 @@ ReleaseForecast& ReleaseForecast::operator=(const ReleaseForecast& other) {
 
 void ReleaseForecast::Add(const GangKey& key, const std::string& pool, double expected_end, int gpus) {
   Remove(key);
+  ++version_;
   auto [it, added] = by_key_.insert_or_assign(key, Entry{pool, expected_end, gpus});
   for (PoolIndex* index : {&pools_[pool], &all_}) index->Insert(expected_end, &it->first, gpus);
 }
@@ -50,6 +51,7 @@ void ReleaseForecast::Add(const GangKey& key, const std::string& pool, double ex
 void ReleaseForecast::Remove(const GangKey& key) {
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return;
+  ++version_;
   const Entry& e = it->second;
   for (PoolIndex* index : {&pools_[e.pool], &all_}) index->Erase(e.end, key);
   by_key_.erase(it);
@@ -106,6 +108,30 @@ ReleaseForecast::Shadow ReleaseForecast::When(const std::string& pool, int need,
   while (last + 1 < index->ends.size() && index->ends[last + 1] == index->ends[i]) ++last;
   const double start = index->ends[i] < now ? now + overdue_grace_s : index->ends[i];
   return Shadow{start, free_now + cumulative(last) - need, true};
+}
+
+ReleaseForecast::Curve ReleaseForecast::CurveOf(const std::string& pool) const {
+  Curve c;
+  c.overdue_grace_s = overdue_grace_s;
+  const PoolIndex* index = Index(pool);
+  if (index == nullptr || index->empty()) return c;
+  Rebuild(*index);
+  c.ends = index->ends;
+  c.cumulative = index->cumulative;
+  return c;
+}
+
+// When's search without an excluded gang, on the copy.
+ReleaseForecast::Shadow ReleaseForecast::Curve::When(int need, int free_now, double now) const {
+  if (free_now >= need) return Shadow{now, free_now - need, true};
+  if (ends.empty()) return Shadow{now, 0, false};
+  const int missing = need - free_now;
+  const auto i = static_cast<size_t>(std::lower_bound(cumulative.begin(), cumulative.end(), missing) - cumulative.begin());
+  if (i >= ends.size()) return Shadow{now, 0, false};
+  size_t last = i;
+  while (last + 1 < ends.size() && ends[last + 1] == ends[i]) ++last;
+  const double start = ends[i] < now ? now + overdue_grace_s : ends[i];
+  return Shadow{start, free_now + cumulative[last] - need, true};
 }
 
 int ReleaseForecast::ReleasedBy(const std::string& pool, double time, double now) const {

@@ -47,6 +47,30 @@ class ReleaseForecast {
   // GPUs of `pool` expected free by `time` beyond `free_now` (releases at or before it).
   int ReleasedBy(const std::string& pool, double time, double now) const;
 
+  // Calls visit(expected_end, key) for `pool`'s running gangs in (expected end, key) order
+  // until it returns false.
+  template <typename Visit>
+  void InEndOrder(const std::string& pool, Visit visit) const {
+    const PoolIndex* index = Index(pool);
+    if (index == nullptr) return;
+    for (size_t i = 0; i < index->ends.size(); ++i)
+      if (!visit(index->ends[i], *index->keys[i])) return;
+  }
+
+  // Changes with every Add and Remove: a copy of a pool's releases (Curve) stays current
+  // while it is unchanged.
+  uint64_t version() const { return version_; }
+  // One pool's releases as they stand now ("" = every pool), answering When without
+  // `without` exactly as the forecast would have at this moment, after it changed (the
+  // engine formats the reasons of the gangs a pass skipped when they are asked for).
+  struct Curve {
+    std::vector<double> ends;
+    std::vector<int> cumulative;
+    double overdue_grace_s = 60;
+    Shadow When(int need, int free_now, double now) const;
+  };
+  Curve CurveOf(const std::string& pool) const;
+
   double overdue_grace_s = 60;
 
  private:
@@ -74,6 +98,7 @@ class ReleaseForecast {
   const PoolIndex* Index(const std::string& pool) const;
   static void Rebuild(const PoolIndex& index);
 
+  uint64_t version_ = 0;
   std::map<GangKey, Entry> by_key_;
   std::map<std::string, PoolIndex> pools_;
   PoolIndex all_;  // every pool together, for gangs that take any pool
