@@ -58,11 +58,9 @@ for t in $TARGETS; do
   # -fork keeps going after a finding, so one run reports every distinct crash it meets.
   "$BUILD/fuzz/${t}_fuzz" "${args[@]}" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     "$work" "${seeds[@]}" >"$log" 2>&1 || true
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
-  if [[ $execs == 0 ]]; then  # fork mode prints its own totals: "#N: cov: ... exec/s: ..."
-    execs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
-    execs=${execs:-0}
-  fi
+  # Fork mode's status lines count the executions of all its jobs: "#N: cov: ... time: Ts job: J".
+  execs=$( (grep -o '^#[0-9]*' "$log" || true) | tail -1 | tr -d '#')
+  execs=${execs:-0}
   findings=$(find "$crashes" -type f | wc -l)
   found=$((found + findings))
   corpus=$(find "$work" -type f | wc -l)
