@@ -52,11 +52,31 @@ POD = json.dumps({"metadata": {"name": "w-0", "namespace": "ml", "uid": "u-1",
                   "spec": {"schedulerName": "phalanx-scheduler", "containers": [
                       {"name": "main", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}})
 
+def webhook_variants():
+    base = raw_literals("tests/unit/extender/webhook_test.cc", "AdmissionReview")
+    out = list(base)
+    for text in base:
+        review = json.loads(text)
+        pod = review.get("request", {}).get("object", {})
+        gated = json.loads(json.dumps(review))
+        gated["request"]["object"].setdefault("spec", {})["schedulingGates"] = [{"name": "phalanx.io/gang"}]
+        out.append(json.dumps(gated))
+        queued = json.loads(json.dumps(review))
+        labels = queued["request"]["object"].setdefault("metadata", {}).setdefault("labels", {})
+        labels.pop("phalanx.io/gang", None)
+        labels["phalanx.io/queue"] = "team-a"
+        out.append(json.dumps(queued))
+        update = json.loads(json.dumps(review))
+        update["request"]["operation"] = "UPDATE"
+        out.append(json.dumps(update))
+    return out
+
+
 SEEDS = {
     "extender_filter_args": fixtures("filter") + fixtures("prioritize"),
     "extender_preempt_args": fixtures("preempt"),
     "extender_bind_args": fixtures("bind"),
-    "webhook_admission_review": raw_literals("tests/unit/extender/webhook_test.cc", "AdmissionReview"),
+    "webhook_admission_review": webhook_variants(),
     "gpu_queue": [json.dumps(d) for p in ["manifests/examples/gpuqueues-two-teams.yaml",
                                            "manifests/examples/gpuqueues-hierarchy.yaml"]
                   for d in yaml.safe_load_all(read(p)) if d] + raw_literals("tests/unit/extender/queue_sync_test.cc", "{"),

@@ -40,6 +40,9 @@ dict_for() {
   esac
 }
 
+# A UBSan report prints its stack; ASan reports leaks (the default) and fails on them.
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
 summary=$BUILD/fuzz-summary.md
 printf '| target | seconds | executions | exec/s | findings | corpus |\n|---|---:|---:|---:|---:|---:|\n' >"$summary"
 found=0
