@@ -2,7 +2,9 @@
 #   make demo  - install deps, build the `phalanx` CLI only (Release), run the main job and print its
 #                report (then the two-team queue example, sim/data/two-team-*)
 #   make test  - install deps, build everything (tests + benchmarks), run every test, the benchmark
-#                gate (bench/check) among them
+#                gate (bench/check) among them, and a few-second smoke of every fuzz target (ctest -L fuzz)
+#   make fuzz  - build the libFuzzer targets with clang++ in build-fuzz/ and run each for FUZZ_SECONDS
+#                (default 60); docs/development.md "Fuzzing"
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DPHALANX_WERROR=ON
@@ -12,7 +14,7 @@ ifneq ($(shell command -v ccache 2>/dev/null),)
 CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 endif
 
-.PHONY: all deps configure build build-cli demo test clean
+.PHONY: all deps configure build build-cli demo test fuzz clean
 
 all: build
 
@@ -48,6 +50,13 @@ demo: build-cli
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# Not part of `make test`: a separate clang build (ASan + UBSan + libFuzzer). FUZZ_SECONDS per target;
+# FUZZ_TARGETS="a b" for a subset; FUZZ_MERGE=1 merges new inputs into fuzz/corpus/ to commit.
+FUZZ_SECONDS ?= 60
+fuzz:
+	./scripts/install-deps.sh --fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) ./scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -121,7 +121,9 @@ ExtenderConfig DefaultConfig() {
   return c;
 }
 
-Result<ExtenderConfig> ParseConfig(std::string_view text) {
+namespace {
+
+Result<ExtenderConfig> ParseConfigUnguarded(std::string_view text) {
   ExtenderConfig c = DefaultConfig();
   YAML::Node root;
   try {
@@ -227,6 +229,18 @@ Result<ExtenderConfig> ParseConfig(std::string_view text) {
   }
   PHX_RETURN_IF_ERROR(Validate(c));
   return c;
+}
+
+}  // namespace
+
+Result<ExtenderConfig> ParseConfig(std::string_view text) {
+  // yaml-cpp throws from conversions the decoder does not guard one by one (a mapping as a key:
+  // `{a: 1}: 2`); bad input is an error, never an exception out of the parser.
+  try {
+    return ParseConfigUnguarded(text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(fmt::format("config: line {}: {}", e.mark.line + 1, e.msg));
+  }
 }
 
 Result<ExtenderConfig> LoadConfigFile(const std::string& path) {

@@ -128,6 +128,11 @@ Result<SystemTime> ParseRfc3339(std::string_view text) {
   } else if (rest != "Z" && rest != "z") {
     return InvalidArgumentError(fmt::format("\"{}\" is not an RFC 3339 time", text));
   }
+  // SystemTime counts nanoseconds in an int64: beyond about ±292 years of 1970 the conversion
+  // overflows (undefined behaviour). 9.2e9 s is mid-2261.
+  if (secs < -9'200'000'000 || secs > 9'200'000'000) {
+    return InvalidArgumentError(fmt::format("\"{}\" is outside the years 1678-2261", text));
+  }
   return SystemTime(std::chrono::seconds(secs));
 }
 

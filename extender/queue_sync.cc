@@ -132,6 +132,12 @@ Status DecodeSpec(const Json& spec, GpuQueueInfo& q) {
   return OkStatus();
 }
 
+// A string field of `object`, "" when absent or not a string (Json::value throws on the latter).
+std::string StringField(const Json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace
 
 Result<NamespaceInfo> DecodeNamespace(const Json& object) {
@@ -139,7 +145,7 @@ Result<NamespaceInfo> DecodeNamespace(const Json& object) {
   if (!object.is_object()) return InvalidArgumentError("Namespace: expected an object");
   auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) return InvalidArgumentError("Namespace.metadata: missing");
-  out.name = meta->value("name", "");
+  out.name = StringField(*meta, "name");
   if (out.name.empty()) return InvalidArgumentError("Namespace.metadata.name: missing");
   if (auto labels = meta->find("labels"); labels != meta->end() && labels->is_object()) {
     for (const auto& [k, v] : labels->items()) {
@@ -158,9 +164,9 @@ Result<GpuQueueInfo> DecodeGpuQueue(const Json& object) {
   if (!object.is_object()) return InvalidArgumentError("GpuQueue: expected an object");
   auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) return InvalidArgumentError("GpuQueue.metadata: missing");
-  q.name = meta->value("name", "");
+  q.name = StringField(*meta, "name");
   if (q.name.empty()) return InvalidArgumentError("GpuQueue.metadata.name: missing");
-  q.uid = meta->value("uid", "");
+  q.uid = StringField(*meta, "uid");
   if (auto g = meta->find("generation"); g != meta->end() && g->is_number_integer()) q.generation = g->get<int64_t>();
   q.spec.name = q.name;
   if (!IsDnsLabel(q.name)) {

@@ -17,6 +17,10 @@ PACKAGES=(
   # chart checks and tooling
   unzip curl ca-certificates python3
 )
+# `install-deps.sh --fuzz` (make fuzz): clang++ with libFuzzer and the sanitizer runtimes.
+if [ "${1:-}" = "--fuzz" ]; then
+  PACKAGES+=(clang)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

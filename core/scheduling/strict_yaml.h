@@ -21,6 +21,8 @@ using Keys = std::set<std::string, std::less<>>;
 inline Status CheckKeys(const YAML::Node& node, const Keys& known, std::string_view where) {
   if (!node.IsMap()) return InvalidArgumentError(fmt::format("{}: expected a mapping", where));
   for (const auto& kv : node) {
+    // A mapping or list as a key (`{a: 1}: 2`) would throw from as<std::string>().
+    if (!kv.first.IsScalar()) return InvalidArgumentError(fmt::format("{}: a key must be a plain string", where));
     const std::string key = kv.first.as<std::string>();
     if (!known.contains(key)) {
       std::string list;

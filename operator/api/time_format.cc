@@ -94,8 +94,13 @@ Result<SystemTime> ParseRfc3339(std::string_view text) {
   tm.tm_hour = hour;
   tm.tm_min = minute;
   tm.tm_sec = second;
-  const std::time_t secs = timegm(&tm);
-  return std::chrono::system_clock::from_time_t(secs - offset_seconds) +
+  const std::time_t secs = timegm(&tm) - offset_seconds;
+  // SystemTime counts nanoseconds in an int64: beyond about ±292 years of 1970 the conversion
+  // overflows (undefined behaviour; "1013-01-02T03:04:05Z" came back as a time in 1597).
+  if (secs < -kMaxRfc3339Seconds || secs > kMaxRfc3339Seconds) {
+    return InvalidArgumentError(fmt::format("RFC 3339 time \"{}\" is outside the years 1678-2261", text));
+  }
+  return std::chrono::system_clock::from_time_t(secs) +
          std::chrono::duration_cast<SystemTime::duration>(fraction);
 }
 

@@ -194,7 +194,9 @@ const std::vector<std::string>& SimLevels() {
   return kLevels;
 }
 
-Result<ClusterSpec> ParseClusterSpec(const std::string& text, const std::string& source) {
+namespace {
+
+Result<ClusterSpec> ParseClusterSpecUnguarded(const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -242,6 +244,18 @@ Result<ClusterSpec> ParseClusterSpec(const std::string& text, const std::string&
       if (root[key]) return InvalidArgumentError(fmt::format("{}: {} needs queues", source, key));
   }
   return spec;
+}
+
+}  // namespace
+
+Result<ClusterSpec> ParseClusterSpec(const std::string& text, const std::string& source) {
+  // yaml-cpp throws from conversions the decoder does not guard one by one (a mapping as a key:
+  // `{a: 1}: 2`); bad input is an error, never an exception out of the parser.
+  try {
+    return ParseClusterSpecUnguarded(text, source);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
+  }
 }
 
 Result<ClusterSpec> LoadClusterSpec(const std::string& path) {

@@ -78,7 +78,8 @@ std::string RenderTable(const SimulationReport& r) {
       if (std::find_if(tiers.begin(), tiers.end(), [&](auto& x) { return x.first == t.priority; }) == tiers.end())
         tiers.emplace_back(t.priority, t.tier);
   std::sort(tiers.begin(), tiers.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  for (const auto& [prio, name] : tiers) {
+  for (const auto& [tier_prio, name] : tiers) {
+    const auto prio = tier_prio;  // clang 14 (the fuzz build) cannot capture a structured binding
     out += fmt::format("tier {}\n", name);
     auto tier_row = [&](const std::string& label, auto&& cell) {
       row("  " + label, [&](const PolicyReport& p) {

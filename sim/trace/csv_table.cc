@@ -1,6 +1,7 @@
 #include "sim/trace/csv_table.h"
 
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -85,6 +86,8 @@ Result<double> CsvTable::Double(int col) const {
   double v = 0;
   auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
   if (ec != std::errc() || p != f.data() + f.size()) return Error(col, fmt::format("not a number: \"{}\"", f));
+  // from_chars reads "nan" and "inf": a NaN submit time breaks the sort by submit time.
+  if (!std::isfinite(v)) return Error(col, fmt::format("not a finite number: \"{}\"", f));
   return v;
 }
 
@@ -97,7 +100,9 @@ Result<int64_t> CsvTable::Int(int col) const {
     // Accept integral values written as floats ("8.0").
     double d = 0;
     auto [p2, ec2] = std::from_chars(f.data(), f.data() + f.size(), d);
-    if (ec2 == std::errc() && p2 == f.data() + f.size() && d == static_cast<double>(static_cast<int64_t>(d)))
+    // The range check first: casting a double outside int64_t ("1e30") is undefined.
+    if (ec2 == std::errc() && p2 == f.data() + f.size() && std::fabs(d) < 9.2e18 &&
+        d == static_cast<double>(static_cast<int64_t>(d)))
       return static_cast<int64_t>(d);
     return Error(col, fmt::format("not an integer: \"{}\"", f));
   }

@@ -60,7 +60,8 @@ Result<Workload> ReadPhillyCsv(const std::string& path, const ReaderOptions& opt
     PHX_ASSIGN_OR_RETURN(j.duration, t.Double(c_duration));
     if (j.duration < 0) return t.Error(c_duration, "negative duration");
     PHX_ASSIGN_OR_RETURN(int64_t n, t.Int(c_gpus));
-    if (n < 1) return t.Error(c_gpus, "must be >= 1");
+    // The Phalanx CSV's bound (100000 replicas) in 8-GPU members; more overflows the replica count.
+    if (n < 1 || n > 800000) return t.Error(c_gpus, "must be 1..800000");
     if (n <= 8) {
       j.replicas = 1;
       j.gpus_per_replica = static_cast<int>(n);

@@ -74,6 +74,9 @@ TEST(ObjectsTest, ParsesQuantitiesTimesAndGangAlias) {
   auto t = ParseRfc3339("2026-11-22T01:45:56Z");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(FormatRfc3339(*t), "2026-11-22T01:45:56Z");
+  // SystemTime holds int64 nanoseconds: a year it cannot hold is refused, not overflowed (fuzz finding).
+  EXPECT_FALSE(ParseRfc3339("1013-01-02T03:04:05Z").ok());
+  EXPECT_FALSE(ParseRfc3339("9999-01-02T03:04:05Z").ok());
   auto pod = json::Parse(R"({"metadata":{"name":"p","uid":"u","labels":{"scheduling.x-k8s.io/pod-group":"pg"},
     "annotations":{"phalanx.io/gang-min-members":"4","phalanx.io/topology":"topology.kubernetes.io/rack",
     "phalanx.io/topology-mode":"required","phalanx.io/devices":"{\"c\":[\"GPU-1\"]}"},

@@ -26,5 +26,15 @@ TEST(TimeFormatTest, RejectsGarbage) {
   }
 }
 
+// Found by fuzz/preempt_request: SystemTime holds int64 nanoseconds, so these overflowed (UB).
+TEST(TimeFormatTest, RejectsYearsSystemTimeCannotHold) {
+  for (const char* far : {"1013-01-02T03:04:05Z", "4052-01-02T03:04:05Z", "2262-12-31T23:59:59Z"}) {
+    SCOPED_TRACE(far);
+    EXPECT_EQ(ParseRfc3339(far).status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_TRUE(ParseRfc3339("1700-01-01T00:00:00Z").ok());
+  EXPECT_TRUE(ParseRfc3339("2261-01-01T00:00:00Z").ok());
+}
+
 }  // namespace
 }  // namespace phalanx::op

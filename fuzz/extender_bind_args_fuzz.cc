@@ -1,0 +1,9 @@
+// kube-scheduler's ExtenderBindingArgs (POST /bind body): extender/wire.h.
+#include "extender/wire.h"
+#include "fuzz/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto args = phalanx::extender::ParseBindArgs(phalanx::fuzz::AsText(data, size));
+  (void)args;
+  return 0;
+}
