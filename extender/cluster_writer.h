@@ -1,4 +1,4 @@
-// ClusterWriter: every write the extender makes to the API server (DESIGN §2.2, §2.5),
+// ClusterWriter: every write the extender makes to the API server (docs/architecture.md §2.2, §2.5),
 // behind one small interface so the scheduling logic is tested with an in-memory fake
 // and the daemon plugs in the Kubernetes client (core/kube) without touching it.
 //

@@ -1,4 +1,4 @@
-// EventSink: where the extender's Kubernetes Events go (DESIGN §2.2): gang admitted / waiting /
+// EventSink: where the extender's Kubernetes Events go (docs/architecture.md §2.2): gang admitted / waiting /
 // timed out at the barrier, preemption on the victims and the preemptor, evictions refused by a
 // PodDisruptionBudget. API-server mode records them as events.k8s.io/v1 Events
 // (extender/kube_events.h); tests and embedded mode keep them in memory.

@@ -1,4 +1,4 @@
-// Extender: the scheduling logic behind the four verbs (DESIGN §2.5, §3, §4), over the
+// Extender: the scheduling logic behind the four verbs (docs/architecture.md §2.5, §3, §4), over the
 // Ledger, with every API write behind ClusterWriter and time behind Clock.
 //
 //   Filter      non-gang pods: per-node fit against the ledger (GPUs reserved by gang

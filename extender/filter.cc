@@ -1,4 +1,4 @@
-// The filter and prioritize verbs (DESIGN §2.5): per-node fit and score from the ledger;
+// The filter and prioritize verbs (docs/architecture.md §2.5): per-node fit and score from the ledger;
 // gang members are pinned to their planned node.
 #include "extender/extender.h"
 

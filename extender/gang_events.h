@@ -1,4 +1,4 @@
-// GangEvents: Kubernetes Events for a gang's way through admission (DESIGN §2.2), derived from
+// GangEvents: Kubernetes Events for a gang's way through admission (docs/architecture.md §2.2), derived from
 // the ledger on each tick so the admission and bind code stays free of reporting:
 //   GangAdmitted  (Normal)   the gang got a plan: GPUs reserved, gates lifted
 //   GangWaiting   (Normal)   not admitted, with the reason in words; again only when the reason

@@ -1,5 +1,5 @@
 // Kubernetes objects as the extender needs them: the few fields of Node, Pod and
-// TrainingJob that scheduling reads (DESIGN §2.1, §2.2, §2.4), parsed from API JSON.
+// TrainingJob that scheduling reads (docs/architecture.md §2.1, §2.2, §2.4), parsed from API JSON.
 //
 // One parser per kind serves every source: the cluster snapshot file, informer events
 // and the Pod embedded in a scheduler request, so all three agree on what a field means.
@@ -111,7 +111,7 @@ struct PodInfo {
   int priority = 0;
   std::string priority_class;
   std::string pool_selector;  // nodeSelector[phalanx.io/gpu.product], "" = any
-  // Gang keys (DESIGN §2.1).
+  // Gang keys (docs/architecture.md §2.1).
   // Label phalanx.io/gang or its alias, or the implicit gang's "pod:<name>" (see
   // FormsImplicitGang); "" = not a gang member.
   std::string gang;

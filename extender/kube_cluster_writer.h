@@ -1,4 +1,4 @@
-// KubeClusterWriter: the ClusterWriter of API-server mode (DESIGN §2.2, §2.5) over the
+// KubeClusterWriter: the ClusterWriter of API-server mode (docs/architecture.md §2.2, §2.5) over the
 // Kubernetes client (core/kube). Each call is one small, idempotent write:
 //   devices    merge patch of metadata.annotations["phalanx.io/devices"]
 //   bind       POST pods/<name>/binding (with the pod's UID as precondition)

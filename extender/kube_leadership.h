@@ -1,4 +1,4 @@
-// ElectorLeadership: Leadership backed by the Lease `phalanx-extender` (DESIGN §2.5, "one
+// ElectorLeadership: Leadership backed by the Lease `phalanx-extender` (docs/architecture.md §2.5, "one
 // active extender"). The Extender asks IsLeader() before it admits, lifts gates or binds.
 // This replica is the active one only while it holds the Lease AND has been activated:
 // the daemon activates it once the informers have synced and committed gangs were

@@ -1,4 +1,4 @@
-// ClusterSync: the informers of API-server mode (DESIGN §2.5, issue 5 item 2) feeding the
+// ClusterSync: the informers of API-server mode (docs/architecture.md §2.5, issue 5 item 2) feeding the
 // Extender's ledger: nodes, pods (all namespaces), TrainingJobs (phalanx.io/v1alpha1) and
 // PriorityClasses (and, through QueueWatch, GpuQueues and namespaces). Adds and updates call Extender::OnNode/OnPod/OnTrainingJob, deletes the
 // matching On*Deleted. PodDisruptionBudgets (policy/v1) are kept for preemption (BudgetSource). Pods that request no GPU (whole or MIG) and carry no gang label are kept as a tiny

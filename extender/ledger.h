@@ -1,4 +1,4 @@
-// Ledger: the extender's view of every GPU in the cluster (DESIGN §1, §2.5): nodes
+// Ledger: the extender's view of every GPU in the cluster (docs/architecture.md §1, §2.5): nodes
 // (topology, health, capacity pool), pods (requests, node, devices, gang keys, priority),
 // gangs (members, min-members, admitted plan and its reservation) and TrainingJob costs.
 //

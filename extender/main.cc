@@ -1,4 +1,4 @@
-// phalanx-extender: the scheduler extender beside kube-scheduler (DESIGN §1, §2.5, §3).
+// phalanx-extender: the scheduler extender beside kube-scheduler (docs/architecture.md §1, §2.5, §3).
 // Two modes (docs/extender.md):
 //   API-server mode (default): informers feed the ledger, writes go to the API server, the
 //     Lease `phalanx-extender` picks the one active replica.
@@ -204,7 +204,7 @@ int RunEmbedded(ShutdownSignal& shutdown, const Flags& flags, const extender::Ex
   PHX_LOG_INFO(logger, "Loaded cluster snapshot", kv("file", flags.snapshot_file), kv("nodes", snapshot->nodes.size()),
                kv("pods", snapshot->pods.size()), kv("trainingJobs", snapshot->training_jobs.size()));
   // The ledger has its own copy: give the parsed file back to the OS (a 100,000-pod snapshot
-  // is ~50 MB of text and objects; RSS budget DESIGN §6).
+  // is ~50 MB of text and objects; RSS budget docs/architecture.md §6).
   snapshot = extender::Snapshot{};
   ::malloc_trim(0);
 

@@ -1,4 +1,4 @@
-// ExtenderServer: the HTTP face of the Extender (DESIGN §2.5 "Ports").
+// ExtenderServer: the HTTP face of the Extender (docs/architecture.md §2.5 "Ports").
 //   --listen        POST /v1/filter, /v1/prioritize, /v1/preempt, /v1/bind; GET /healthz, /readyz
 //   --metrics-addr  GET /metrics, /healthz, /readyz, /debug/state, /debug/explain?pod=NS/NAME
 // Malformed requests get 400 with {"Error":"<what and where>"} and change nothing.

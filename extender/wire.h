@@ -6,7 +6,7 @@
 // arrive as null. Captured requests: tests/data/fixtures/kube-scheduler-v1.26.
 //
 // Filter/prioritize requests are read with simdjson on-demand (the 5,000-name hot path,
-// DESIGN §6); only the Pod object is handed to the general parser. Replies are written
+// docs/architecture.md §6); only the Pod object is handed to the general parser. Replies are written
 // by hand into one string. Parsed views point into the parser's buffers: use them
 // before the parser's next call. Pure; a FastJsonParser per thread.
 #pragma once

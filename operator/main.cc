@@ -1,4 +1,4 @@
-// phalanx-operator: TrainingJob lifecycle (DESIGN §2.4; docs/operator.md).
+// phalanx-operator: TrainingJob lifecycle (docs/architecture.md §2.4; docs/operator.md).
 // The only place real clients, servers and the RealClock are constructed.
 #include <unistd.h>
 

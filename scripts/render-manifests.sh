@@ -51,7 +51,7 @@ HDR
 } >"$out/install.yaml"
 
 {
-  echo "# Phalanx PriorityClass tiers (DESIGN §2.1), rendered by scripts/render-manifests.sh. Do not edit."
+  echo "# Phalanx PriorityClass tiers (docs/architecture.md §2.1), rendered by scripts/render-manifests.sh. Do not edit."
   "$helm" template "$RELEASE" "$repo/helm/phalanx" --namespace "$NAMESPACE" \
     --kube-version "$KUBE_VERSION" --show-only templates/priorityclasses.yaml
 } >"$out/priorityclasses.yaml"

@@ -1,4 +1,4 @@
-// Synthetic clusters and requests for the extender benches (DESIGN §6): DGX H100 nodes
+// Synthetic clusters and requests for the extender benches (docs/architecture.md §6): DGX H100 nodes
 // (8 GPUs, NVSwitch) named node-00000.., 32 per rack, 8 racks per zone, all in pool "H100";
 // a realistic ~2.3 KB worker pod (the shape kube-scheduler sends, from the v1.26 fixtures);
 // the same cluster as a `kubectl get nodes,pods -A -o json` List for --cluster-snapshot.

@@ -1,4 +1,4 @@
-// Server-side time of the extender's hot verbs and of gang admission (DESIGN §6), in
+// Server-side time of the extender's hot verbs and of gang admission (docs/architecture.md §6), in
 // process, without HTTP: what the verbs' handlers do per request (parse the body with
 // simdjson, decide on the ledger, encode the reply into one string).
 //   BM_FilterServerTime/N       filter, N candidate names, 5,000-node cluster 50% busy
@@ -67,7 +67,7 @@ struct Cluster {
   Extender ext;
 };
 
-// Wall-clock percentiles of the timed loop (DESIGN §6 states the filter target as a p99); on a
+// Wall-clock percentiles of the timed loop (docs/architecture.md §6 states the filter target as a p99); on a
 // shared machine they include preemption by other processes.
 class Percentiles {
  public:

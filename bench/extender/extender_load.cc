@@ -1,4 +1,4 @@
-// Loopback load driver for the real phalanx-extender binary (DESIGN §6): it writes a synthetic
+// Loopback load driver for the real phalanx-extender binary (docs/architecture.md §6): it writes a synthetic
 // cluster snapshot, starts the daemon in embedded mode, and measures
 //   rss       the daemon's memory (VmRSS, VmHWM) and threads after loading the snapshot
 //   verbs     sustained req/s and client-side latency p50/p99 with N closed-loop clients, each on

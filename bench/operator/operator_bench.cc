@@ -1,6 +1,6 @@
 // BM_CreateGangs/<jobs>/<replicas>: TrainingJobs already stored in the fake API server; the
 // operator starts, lists them and creates every Service and pod. Wall time from controller
-// start until the fake holds jobs*replicas pods (DESIGN §6 target: 1,000 x 8 in <= 30 s).
+// start until the fake holds jobs*replicas pods (docs/architecture.md §6 target: 1,000 x 8 in <= 30 s).
 // BM_RestartGang/<replicas>: a running gang is disrupted; time from the last old pod gone to
 // the whole new gang created (issue 6's time-to-restart).
 #include <benchmark/benchmark.h>

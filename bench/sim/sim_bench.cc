@@ -1,4 +1,4 @@
-// phalanx simulate throughput (DESIGN §6): scheduling events per minute on a synthetic
+// phalanx simulate throughput (docs/architecture.md §6): scheduling events per minute on a synthetic
 // million-event workload, and the wall time of a full Philly replay (82k jobs) when the
 // shared traces are present. Run: build-*/bench/sim/sim_bench (Release).
 #include <cstdlib>

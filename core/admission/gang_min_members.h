@@ -1,4 +1,4 @@
-// Minimum members of a hand-made gang (DESIGN §2.1 `phalanx.io/gang-min-members`).
+// Minimum members of a hand-made gang (docs/architecture.md §2.1 `phalanx.io/gang-min-members`).
 //
 // The operator always sets the annotation. For pods a user labels by hand, min-members
 // defaults to the number of labelled pods, but only once the count has been stable:

@@ -24,7 +24,7 @@
 
 namespace phalanx::cost {
 
-// The four tiers of DESIGN §2.1, in this order everywhere (tables, metrics).
+// The four tiers of docs/architecture.md §2.1, in this order everywhere (tables, metrics).
 inline constexpr std::string_view kTiers[] = {"critical", "high", "standard", "spot"};
 
 struct PriceTable {
@@ -49,7 +49,7 @@ json::Json EncodePriceTable(const PriceTable& table);
 
 // The tier of a pod: its priority class when it is one of the chart's (phalanx-critical,
 // -high, -standard, -spot), otherwise the band of its priority as the extender sees it
-// (>= 1,000,000 critical, >= 10,000 high, >= 1,000 standard, lower spot; DESIGN §2.1);
+// (>= 1,000,000 critical, >= 10,000 high, >= 1,000 standard, lower spot; docs/architecture.md §2.1);
 // "standard" when neither is known.
 std::string TierOf(std::string_view priority_class_name, std::optional<int32_t> priority);
 

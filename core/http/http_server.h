@@ -3,7 +3,7 @@
 // Concept: a route table (exact path, or longest prefix) of handlers that receive a fully read
 // Request and a ResponseWriter. A handler answers by calling Reply() (or streaming with
 // StartStream/WriteChunk/EndStream) on the writer, now or later, from any thread. Nothing blocks
-// per request: a held request (extender bind barrier, DESIGN §6 "held binds") costs one
+// per request: a held request (extender bind barrier, docs/architecture.md §6 "held binds") costs one
 // connection object and one writer, never a thread. cpprestsdk's http_listener was not used
 // because it cannot report an ephemeral port and adds latency (bench/RESULTS.md).
 //

@@ -1,4 +1,4 @@
-// AddStandardEndpoints: /healthz, /readyz and /metrics for every daemon (DESIGN §2.5 "Ports").
+// AddStandardEndpoints: /healthz, /readyz and /metrics for every daemon (docs/architecture.md §2.5 "Ports").
 // Kubernetes probes only look at the status code; the bodies are for humans and `curl`.
 #include <string>
 #include <utility>

@@ -1,4 +1,4 @@
-// ClusterState: who holds which GPU on every node of the cluster (DESIGN §2.5, §4).
+// ClusterState: who holds which GPU on every node of the cluster (docs/architecture.md §2.5, §4).
 //
 // The single source of GPU accounting shared by the extender's ledger (which wraps it
 // with Kubernetes adapters) and the simulator. A GPU is *free* when it is healthy, on a

@@ -1,4 +1,4 @@
-// Intra-node GPU set choice (DESIGN §4): pick k of a node's free, healthy GPUs so that
+// Intra-node GPU set choice (docs/architecture.md §4): pick k of a node's free, healthy GPUs so that
 // the set's all-reduce bandwidth is as high as possible, and among equally good sets
 // keep the node's remaining free GPUs as well connected as possible for later requests.
 //

@@ -1,4 +1,4 @@
-// Gang planning (DESIGN §2.1, §3 step 2, §4 "Gang plan"): place every member of a gang
+// Gang planning (docs/architecture.md §2.1, §3 step 2, §4 "Gang plan"): place every member of a gang
 // at once, or say precisely why it cannot be placed.
 //
 // Algorithm, per capacity pool (a gang never spans pools):
@@ -19,7 +19,7 @@
 //
 // Cost: O(domains x 65 + n log n) for the n candidate nodes of the chosen domain, plus
 // one memoised device-set choice per member; 256 x 8 GPUs over 5,000 nodes is the
-// DESIGN §6 target (<= 5 ms; bench/core/placement/gang_plan_bench.cc).
+// docs/architecture.md §6 target (<= 5 ms; bench/core/placement/gang_plan_bench.cc).
 //
 // Pure and thread-compatible: reads a const ClusterState only.
 #pragma once

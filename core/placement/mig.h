@@ -1,4 +1,4 @@
-// MIG devices as schedulable capacity (DESIGN §4, docs/device-plugin.md "mixed"): the
+// MIG devices as schedulable capacity (docs/architecture.md §4, docs/device-plugin.md "mixed"): the
 // pure feasibility, best-fit choice and score for pods requesting
 // `nvidia.com/mig-<profile>`, shared by the extender and the simulator.
 //

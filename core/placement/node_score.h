@@ -1,4 +1,4 @@
-// Node feasibility and score for one pod (DESIGN §3 step 3, §4 "Node score").
+// Node feasibility and score for one pod (docs/architecture.md §3 step 3, §4 "Node score").
 //
 // Feasibility answers "can this pod run here now?" with a structured reason (as k8s
 // InsufficientResource: numbers kept, the message formatted only when someone reads

@@ -1,4 +1,4 @@
-// Preemption choice (DESIGN §3 step 7, §4 "Preemption"): which whole gangs of lower
+// Preemption choice (docs/architecture.md §3 step 7, §4 "Preemption"): which whole gangs of lower
 // tiers to evict so that a higher-tier gang fits, losing as little work as possible.
 //
 // Rules:

@@ -1,4 +1,4 @@
-// What the plugin answers kubelet's GetPreferredAllocation and Allocate (DESIGN §3 step 5).
+// What the plugin answers kubelet's GetPreferredAllocation and Allocate (docs/architecture.md §3 step 5).
 // Pure functions over the resource's devices; thread-safe.
 //
 // Preferred allocation without a plan (the extender's plan per container is AdmissionMatcher's,

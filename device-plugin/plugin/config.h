@@ -8,7 +8,7 @@
 //     plugin:
 //       passDeviceSpecs: false
 //       deviceListStrategy: envvar | [envvar, volume-mounts, cdi-annotations, cdi-cri]
-//       deviceIDStrategy: uuid                   (only uuid: DESIGN §2.2 device IDs)
+//       deviceIDStrategy: uuid                   (only uuid: docs/architecture.md §2.2 device IDs)
 //   sharing:
 //     timeSlicing:
 //       renameByDefault: false

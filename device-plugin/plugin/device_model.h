@@ -1,4 +1,4 @@
-// The resources a node advertises to kubelet and their devices (DESIGN §2.3), derived
+// The resources a node advertises to kubelet and their devices (docs/architecture.md §2.3), derived
 // from the NVML inventory and the config:
 //   migStrategy none   nvidia.com/gpu = every GPU (MIG mode ignored, as NVIDIA does)
 //   migStrategy single nvidia.com/gpu = every MIG device; all GPUs must be MIG-enabled

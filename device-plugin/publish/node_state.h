@@ -1,4 +1,4 @@
-// What the device plugin writes on its Node (DESIGN §2.2), as pure functions:
+// What the device plugin writes on its Node (docs/architecture.md §2.2), as pure functions:
 //   labels      phalanx.io/gpu.product (label-safe: "NVIDIA-H100-80GB-HBM3"), gpu.count,
 //               gpu.memory-mib (per GPU, the smallest), mig.capable, nvlink-domain (only
 //               when the node belongs to one)

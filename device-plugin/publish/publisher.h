@@ -1,5 +1,5 @@
 // Publisher: keeps this Node's GPU labels and the phalanx.io/gpu-topology and
-// phalanx.io/gpu-state annotations true (DESIGN §2.2, §3 step 6), and answers which
+// phalanx.io/gpu-state annotations true (docs/architecture.md §2.2, §3 step 6), and answers which
 // pending pods on the node carry the extender's device choice (PendingPodSource).
 //
 // A thread runs PublishOnce() every `interval` (≥ 1 s). A pass reads only local sources:

@@ -1,4 +1,4 @@
-// Label, annotation, finalizer and env names of the TrainingJob contract (DESIGN §2.1,
+// Label, annotation, finalizer and env names of the TrainingJob contract (docs/architecture.md §2.1,
 // §2.2, §2.4; docs/trainingjob.md). Changing any of these breaks running clusters.
 #pragma once
 
@@ -28,7 +28,7 @@ inline constexpr std::string_view kAnnotationPreemptNotice = "phalanx.io/preempt
 // live attempt means the spec changed and the gang is rebuilt.
 inline constexpr std::string_view kAnnotationSpecHash = "phalanx.io/spec-hash";
 
-// TrainingJob annotation written by the extender (DESIGN §2.2).
+// TrainingJob annotation written by the extender (docs/architecture.md §2.2).
 inline constexpr std::string_view kAnnotationPreemptRequest = "phalanx.io/preempt-request";
 
 inline constexpr std::string_view kSchedulingGate = "phalanx.io/gang";

@@ -1,5 +1,5 @@
 // TrainingJob (phalanx.io/v1alpha1) as typed values: spec, status and the metadata the
-// operator needs. The contract is DESIGN §2.4; the user-facing reference is
+// operator needs. The contract is docs/architecture.md §2.4; the user-facing reference is
 // docs/trainingjob.md. Decoding lives in training_job_codec.h, rules in validation.h.
 // Value types; thread-compatible.
 #pragma once
@@ -131,7 +131,7 @@ struct LastRestart {
   double seconds_to_restart = 0;  // last victim pod gone -> new gang created
 };
 
-// Graceful preemption bookkeeping (DESIGN §2.2 phalanx.io/preempt-request).
+// Graceful preemption bookkeeping (docs/architecture.md §2.2 phalanx.io/preempt-request).
 struct PreemptionState {
   std::string request_id;
   std::string state;  // "Signalled" | "Completed"

@@ -1,4 +1,4 @@
-// TrainingJob <-> JSON (the API server's representation, DESIGN §2.4).
+// TrainingJob <-> JSON (the API server's representation, docs/architecture.md §2.4).
 //
 // DecodeTrainingJob never fails on a bad spec: the job still needs a status saying what
 // is wrong (phase Failed, condition InvalidSpec), so the spec's problem is returned in

@@ -1,4 +1,4 @@
-// The checkpoint record (DESIGN §2.4): workers report {"step":N,"path":P,"committed":true}
+// The checkpoint record (docs/architecture.md §2.4): workers report {"step":N,"path":P,"committed":true}
 // in their termination message or to the progress endpoint; the operator keeps the newest
 // committed one in status.checkpoint.lastCommitted. The record only moves forward: an
 // older, equal or uncommitted report never replaces it, so a restart always resumes

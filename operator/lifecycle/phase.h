@@ -1,4 +1,4 @@
-// TrainingJob phases and the transitions between them (DESIGN §2.4):
+// TrainingJob phases and the transitions between them (docs/architecture.md §2.4):
 //   Pending -> Queued -> Starting -> Running -> Succeeded
 //   any active phase -> Restarting -> Pending (next attempt) ; any active phase <-> Suspended
 //   any active phase -> Failed

@@ -1,4 +1,4 @@
-// Classification of one pod of the current attempt (DESIGN §2.4): still active, done,
+// Classification of one pod of the current attempt (docs/architecture.md §2.4): still active, done,
 // failed (the job's fault: counts against maxFailures, backs off) or disrupted (not the
 // job's fault: counts against maxDisruptions, restarts at once). Pure; thread-safe.
 #pragma once

@@ -1,5 +1,5 @@
 // The extender's graceful-preemption request, annotation phalanx.io/preempt-request on a
-// TrainingJob (DESIGN §2.2): {"requestId":"…","deadline":"RFC3339","reason":"…","preemptor":"ns/pod"}.
+// TrainingJob (docs/architecture.md §2.2): {"requestId":"…","deadline":"RFC3339","reason":"…","preemptor":"ns/pod"}.
 #pragma once
 
 #include <string>

@@ -25,7 +25,7 @@ std::string CountRestart(TrainingJobStatus& status, const FailurePolicy& policy,
 double LostGpuSeconds(int32_t total_gpus, std::optional<SystemTime> running_since,
                       const std::optional<CheckpointRecord>& last, SystemTime stop);
 
-// status.preemptionCost at `now` (DESIGN §2.4):
+// status.preemptionCost at `now` (docs/architecture.md §2.4):
 //   gpuSecondsAtRisk     = GPUs * seconds since max(running start, last checkpoint), 0 if not running
 //   checkpointAgeSeconds = seconds since the last checkpoint (since the running start without one)
 //   noticeSecondsNeeded  = checkpoint.flushSeconds when the job checkpoints and runs, else 0

@@ -1,4 +1,4 @@
-// The objects a TrainingJob attempt consists of (DESIGN §2.1, §2.4): a headless Service
+// The objects a TrainingJob attempt consists of (docs/architecture.md §2.1, §2.4): a headless Service
 // named after the job and `replicas` pods "<job>-a<attempt>-<index>". Names are
 // deterministic so a retried create can only ever hit AlreadyExists, never duplicate.
 // Pure; thread-safe.

@@ -1,7 +1,7 @@
 // Reconcile: (TrainingJob, its observed pods, whether its Service exists, now) -> plan.
 // Level-triggered: it looks only at observed state and status, never at which event
 // woke it, so calling it again with the same inputs yields the same plan (idempotent).
-// The lifecycle (DESIGN §2.4) in one place:
+// The lifecycle (docs/architecture.md §2.4) in one place:
 //   attempt 0                   -> attempt 1: Service + N gated pods
 //   member disrupted / failed   -> count it (status first), delete the whole gang, wait
 //                                  until every pod is gone, back off (failures only),

@@ -50,7 +50,7 @@ struct SimConfig {
   // Seconds between a preemption and the job re-entering the queue (the operator
   // deletes the old attempt, waits for it to be gone, re-creates the gang).
   double restart_overhead_s = 30;
-  // Graceful preemption of jobs that checkpoint (TrainingJob preempt-request, DESIGN
+  // Graceful preemption of jobs that checkpoint (TrainingJob preempt-request, docs/architecture.md
   // §2.4): told to checkpoint, they stop this many seconds later having lost nothing,
   // and hold their GPUs until then. 0 = every preemption is immediate (work since the
   // last periodic checkpoint is lost).

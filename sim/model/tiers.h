@@ -1,4 +1,4 @@
-// Tier names <-> priorities: the PriorityClasses the chart installs (DESIGN §2.1).
+// Tier names <-> priorities: the PriorityClasses the chart installs (docs/architecture.md §2.1).
 #pragma once
 
 #include <optional>

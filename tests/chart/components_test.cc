@@ -1,4 +1,4 @@
-// The rendered components against their contracts (DESIGN, the daemons' flags): the
+// The rendered components against their contracts (docs/architecture.md, the daemons' flags): the
 // scheduler profile and its extender, the PriorityClass tiers, the device plugin, the
 // operator and the monitoring toggles.
 #include <gtest/gtest.h>

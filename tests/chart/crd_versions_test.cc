@@ -1,4 +1,4 @@
-// The chart's kubeVersion is a promise (DESIGN §7): the CRDs it ships may use no CEL validation-rule
+// The chart's kubeVersion is a promise (docs/architecture.md §7): the CRDs it ships may use no CEL validation-rule
 // field newer than the oldest Kubernetes it declares. An API server that does not know a field
 // rejects the CRD (kubectl's strict field validation) or drops it silently.
 #include <gtest/gtest.h>

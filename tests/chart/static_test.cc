@@ -41,7 +41,7 @@ TEST(ChartFilesTest, ChartYamlIsApiV2WithSupportedKubeVersion) {
   EXPECT_EQ(Str(chart, {"type"}), "application");
   EXPECT_FALSE(Str(chart, {"version"}).empty());
   EXPECT_FALSE(Str(chart, {"appVersion"}).empty());
-  // Scheduling gates are on by default from 1.27 (DESIGN §2.1).
+  // Scheduling gates are on by default from 1.27 (docs/architecture.md §2.1).
   EXPECT_EQ(Str(chart, {"kubeVersion"}), ">=1.27.0-0");
 }
 
@@ -87,7 +87,7 @@ TEST(ChartFilesTest, ValuesSchemaIsJsonAndClosedAtTheTop) {
 
 TEST(ChartContractTest, DefaultValuesCarryTheDesignContracts) {
   YAML::Node v = LoadValues();
-  // DESIGN §2.1 tiers, exactly.
+  // docs/architecture.md §2.1 tiers, exactly.
   std::vector<std::pair<std::string, int64_t>> want = {
       {"phalanx-critical", 1000000}, {"phalanx-high", 10000}, {"phalanx-standard", 1000}, {"phalanx-spot", 100}};
   YAML::Node tiers = At(v, {"priorityClasses", "tiers"});

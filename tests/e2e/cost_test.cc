@@ -1,7 +1,7 @@
 // Issue 18 "Done when": a TrainingJob's status shows GPU-hours, idle GPU-hours and cost, and
 // `phalanx report` shows the team (namespace) total — the real operator (with a price table),
 // extender, device plugin and `phalanx` CLI against the fake API server. The test plays the device
-// plugin's idle detection by writing phalanx.io/idle-since on one pod (its contract, DESIGN §2.2).
+// plugin's idle detection by writing phalanx.io/idle-since on one pod (its contract, docs/architecture.md §2.2).
 #include <gtest/gtest.h>
 
 #include <cstdio>

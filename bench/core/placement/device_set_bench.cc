@@ -1,4 +1,4 @@
-// DESIGN §6: device plugin GetPreferredAllocation, 8 of 16 GPUs <= 1 ms.
+// docs/architecture.md §6: device plugin GetPreferredAllocation, 8 of 16 GPUs <= 1 ms.
 #include <benchmark/benchmark.h>
 
 #include "core/placement/device_set.h"

@@ -1,4 +1,4 @@
-// DESIGN §6: gang plan, 256 members x 8 GPUs over 5,000 nodes <= 5 ms.
+// docs/architecture.md §6: gang plan, 256 members x 8 GPUs over 5,000 nodes <= 5 ms.
 #include <benchmark/benchmark.h>
 
 #include "bench/core/placement/bench_cluster.h"

@@ -1,4 +1,4 @@
-// Gangs against the API server (issue 5 items 2 and 4; DESIGN §2.5, §3): the real
+// Gangs against the API server (issue 5 items 2 and 4; docs/architecture.md §2.5, §3): the real
 // phalanx-extender binary watches the fake API server, lifts the phalanx.io/gang gates of a
 // complete gang together, holds binds at the barrier and commits (devices annotation, then
 // Binding) all members at once — or none when the barrier times out.

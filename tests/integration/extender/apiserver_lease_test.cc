@@ -1,4 +1,4 @@
-// One active extender (DESIGN §2.5) and API-server outages: two replicas share the Lease
+// One active extender (docs/architecture.md §2.5) and API-server outages: two replicas share the Lease
 // phalanx-extender — only the holder binds and is ready; when it dies the other takes over.
 // An unreachable API server leaves the verbs answering and the ledger unchanged; a leader
 // that cannot renew its Lease exits non-zero.

@@ -1,4 +1,4 @@
-// Preemption over the API (issue 5 item 5; DESIGN §3 step 7): the whole lowest-tier gang
+// Preemption over the API (issue 5 item 5; docs/architecture.md §3 step 7): the whole lowest-tier gang
 // goes — its member on the proposed node as the preempt reply's victim, its member on the
 // other node through pods/eviction — and a TrainingJob victim that needs notice gets the
 // phalanx.io/preempt-request annotation instead (and the preemption is vetoed for now).

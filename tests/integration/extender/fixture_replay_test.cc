@@ -303,7 +303,7 @@ TEST_F(FixtureReplayTest, HealthMetricsAndDebugEndpointsAnswer) {
   EXPECT_NE(e["explanation"].get<std::string>().find("fake-gpu-node-1"), std::string::npos) << explain.body;
   EXPECT_EQ(HttpCall(debug, "GET", "/debug/explain").status, 400);
 
-  // Verbs live on --listen only; debug endpoints on --metrics-addr only (DESIGN §2.5).
+  // Verbs live on --listen only; debug endpoints on --metrics-addr only (docs/architecture.md §2.5).
   EXPECT_EQ(HttpCall(debug, "POST", "/v1/filter", "{}").status, 404);
   EXPECT_EQ(HttpCall(verbs, "GET", "/debug/state").status, 404);
   EXPECT_EQ(HttpCall(verbs, "GET", "/metrics").status, 404);

@@ -1,4 +1,4 @@
-// The TrainingJob CRD (manifests/crds/phalanx.io_trainingjobs.yaml) against issue 6 and DESIGN
+// The TrainingJob CRD (manifests/crds/phalanx.io_trainingjobs.yaml) against issue 6 and docs/architecture.md
 // §2.4: names (short name tj, category all), subresources (status, scale), printer columns,
 // the validation rules, a closed spec schema (unknown fields rejected), and a status schema
 // that declares every field the operator writes (the API server prunes undeclared fields, which

@@ -147,7 +147,7 @@ TEST(AsyncReplyTest, ClientGoneTurnsTrueWhenHeldClientDisconnects) {
   writers[0].Reply(Response{});  // harmless
 }
 
-// DESIGN §6 "held binds": thousands of requests held open at once, answered later from another
+// docs/architecture.md §6 "held binds": thousands of requests held open at once, answered later from another
 // thread, without a thread per request.
 TEST(AsyncReplyTest, AnswersManyConcurrentHeldRequestsFromAnotherThread) {
   constexpr int kRequests = 600;
