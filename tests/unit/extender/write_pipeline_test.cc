@@ -88,7 +88,9 @@ TEST(WritePoolTest, ATaskWakesOneThreadNotThePool) {
     pool.Drain();
   }
   EXPECT_LE(pool.wakeups(), 2u * kTasks) << "a push woke threads that had nothing to take";
-  EXPECT_GE(pool.wakeups(), 1u * kTasks);
+  // Not one per task: a thread still on its way back to waiting takes the next task without a
+  // wake-up (49 of 50 under load). The wake-all pool this guards against made ~32 per task.
+  EXPECT_GT(pool.wakeups(), 0u);
 }
 
 TEST(WritePoolTest, FanOutRunsTasksInParallelThenOnceAfterTheLast) {
