@@ -4,13 +4,18 @@
 // kind (before it is applied, or after it was committed with its answer lost), the test kills
 // the daemon while that write is in flight, clears the rule and starts the daemon again; the
 // lifecycle then has to complete with the new process. One cluster for every point.
+// The device plugins write nothing on the gang's path (their node annotations change with health,
+// not with allocations): they are killed while the gang runs on their GPUs instead, and every later
+// step (the critical pod's and attempt 2's Allocate) goes through the restarted plugin.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tests/e2e/gang_lifecycle.h"
 #include "tests/fakes/apiserver/raw_client.h"
@@ -93,6 +98,42 @@ TEST(E2eCrash, ADaemonKilledDuringAnyWriteOfTheGangLifecycleLeavesItsInvariants)
   }
   // Most points are reached (a late write number may not exist in one lifecycle).
   EXPECT_GE(crashed, 9) << "too few crash points were reached";
+
+  // The device plugins: node-a's, then both, SIGKILLed once attempt 1 runs on them. A plugin killed
+  // during a kubelet Allocate fails that pod's admission, as on a real kubelet (a second disruption
+  // of the job, not an invariant broken), so the kill waits for the gang to be running.
+  for (const std::vector<std::string>& nodes : {std::vector<std::string>{"node-a"},
+                                                std::vector<std::string>{"node-a", "node-b"}}) {
+    const std::string name = fmt::format("c{}", ++index);
+    SCOPED_TRACE("device plugins of " + fmt::format("{}", fmt::join(nodes, ",")) + " killed while attempt 1 runs");
+    std::vector<pid_t> before;
+    for (const auto& node : nodes) before.push_back(cluster->device_plugin(node).pid());
+    bool killed = false;
+    Status restarted;
+    auto crash_when_running = [&] {
+      if (killed) return;
+      const auto pods = ListPods(cluster->client(), cluster->ns(),
+                                 "phalanx.io/job-name=" + name + ",phalanx.io/attempt=1");
+      if (pods.size() != 2 ||
+          !std::all_of(pods.begin(), pods.end(), [](const Json& p) { return Phase(p) == "Running"; })) {
+        return;
+      }
+      killed = true;
+      for (const auto& node : nodes) {
+        if (Status s = cluster->RestartDevicePlugin(node); !s.ok()) restarted = s;
+      }
+    };
+    bool completed = false;
+    RunGangLifecycle(*cluster, name, crash_when_running, &completed);
+    EXPECT_TRUE(killed) << "attempt 1 never seen running";
+    EXPECT_TRUE(restarted.ok()) << restarted << cluster->Diagnostics();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      EXPECT_NE(cluster->device_plugin(nodes[i]).pid(), before[i]) << nodes[i] << "'s plugin not restarted";
+    }
+    std::fprintf(stderr, "device plugins of %s killed while attempt 1 ran: %s\n", fmt::format("{}", fmt::join(nodes, ",")).c_str(),
+                 completed ? "lifecycle completed" : "FAILED");
+    if (!completed) break;
+  }
 }
 
 }  // namespace

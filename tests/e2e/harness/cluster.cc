@@ -212,6 +212,24 @@ Status Cluster::StartNode(Node& node, size_t index) {
   if (!kubelet.ok()) return kubelet.status();
   node.kubelet = std::move(kubelet).value();
   node.metrics_port = FreePort();
+  PHX_RETURN_IF_ERROR(LaunchDevicePlugin(node));
+  KubeletDriverOptions ko;
+  ko.node_name = node.spec.name;
+  if (options_.termination_message) ko.termination_message = options_.termination_message;
+  node.driver = std::make_unique<KubeletDriver>(ko, *node.kubelet, *client_);
+  node.driver->Start();
+  return OkStatus();
+}
+
+// Starts the node's device plugin and waits until kubelet accepted its registration (one more
+// than before: a restarted plugin registers again) and its /readyz answers.
+Status Cluster::LaunchDevicePlugin(Node& node) {
+  auto accepted = [&] {
+    size_t n = 0;
+    for (const auto& r : node.kubelet->registrations()) n += r.result.ok();
+    return n;
+  };
+  const size_t accepted_before = accepted();
   Status error;
   std::vector<std::string> plugin_args = {"--kubelet-dir", node.dir + "/kubelet",
                                           "--pod-resources-socket", node.kubelet->pod_resources_socket(),
@@ -228,18 +246,19 @@ Status Cluster::StartNode(Node& node, size_t index) {
                        {{"FAKE_NVML_MACHINE", node.machine_file}, {"FAKE_NVML_EVENTS", node.events_file}}, &error);
   if (!node.plugin) return error;
   // Registered (the plugin's gRPC server answers kubelet's dial), or the plugin died.
-  if (!PollUntil([&] { return node.kubelet->Plugin("nvidia.com/gpu") != nullptr || !node.plugin->Running(); },
-                 kStartDeadline) ||
+  if (!PollUntil([&] { return accepted() > accepted_before || !node.plugin->Running(); }, kStartDeadline) ||
       !node.plugin->Running()) {
     return UnavailableError("device plugin of " + node.spec.name + " never registered:\n" + node.plugin->LogTail());
   }
-  PHX_RETURN_IF_ERROR(WaitReady(*node.plugin, node.metrics_port));
-  KubeletDriverOptions ko;
-  ko.node_name = node.spec.name;
-  if (options_.termination_message) ko.termination_message = options_.termination_message;
-  node.driver = std::make_unique<KubeletDriver>(ko, *node.kubelet, *client_);
-  node.driver->Start();
-  return OkStatus();
+  return WaitReady(*node.plugin, node.metrics_port);
+}
+
+Status Cluster::RestartDevicePlugin(const std::string& name) {
+  Node& node = nodes_.at(name);
+  if (!node.plugin) return FailedPreconditionError("no device plugin on " + name);
+  node.plugin->Kill();
+  node.plugin.reset();
+  return LaunchDevicePlugin(node);
 }
 
 Status Cluster::StartOperator() {

@@ -91,6 +91,9 @@ class Cluster {
   Status InjectNvmlEvent(const std::string& node, const std::string& json_line);
   // Restarts the node's fake kubelet (socket directory wiped) as kubelet does on restart.
   Status RestartKubelet(const std::string& node);
+  // Kills the node's device plugin (SIGKILL, a crash) and starts it again with the same flags;
+  // returns once kubelet accepted its new registration.
+  Status RestartDevicePlugin(const std::string& node);
 
   Process* operator_process() { return operator_.get(); }
   Process* extender_process() { return extender_.get(); }
@@ -128,6 +131,7 @@ class Cluster {
   explicit Cluster(ClusterOptions options) : options_(std::move(options)) {}
   Status StartApiServer();
   Status StartNode(Node& node, size_t index);
+  Status LaunchDevicePlugin(Node& node);
   Status StartOperator();
   Status StartExtender();
   Status WaitReady(Process& process, uint16_t port);
