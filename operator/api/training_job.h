@@ -147,6 +147,10 @@ struct PreemptionState {
 // cost"). Counted from the pods' GPU-holding intervals up to `accounted_until` only, so an
 // accounting step always adds (accounted_until, now] and is persisted in the same status write
 // that moves accounted_until: a conflict, a re-list or an operator restart never counts twice.
+// status.usage.pods values.
+inline constexpr std::string_view kUsagePodHolding = "holding";
+inline constexpr std::string_view kUsagePodReleased = "released";
+
 struct UsageStatus {
   double gpu_seconds = 0;       // GPU-equivalents x seconds held (pod start -> containers ended)
   double idle_gpu_seconds = 0;  // the part of gpu_seconds while phalanx.io/idle-since was set
@@ -159,6 +163,13 @@ struct UsageStatus {
   // A pod that appears here for the first time has its idle period back-filled from
   // idle-since; later steps count from accounted_until only.
   std::map<std::string, std::string> idle_pods;
+  // What each visible GPU pod has been counted for: pod name -> "holding" (counted up to
+  // accounted_until, still running) or "released" (counted to its end, never again). Lets a
+  // lagging view be corrected: a pod counted as holding and later seen ended before
+  // accounted_until gives back what was counted past its end; a pod seen for the first time
+  // already ended is counted from its start. Absent in statuses written before it existed: then
+  // every pod counts from accounted_until, as those operators did.
+  std::optional<std::map<std::string, std::string>> pods;
 
   bool operator==(const UsageStatus&) const = default;
 };

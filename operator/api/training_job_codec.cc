@@ -341,6 +341,15 @@ Result<TrainingJobStatus> DecodeStatus(const Json& status_json) {
     us.since = Time(c, "since").value_or(SystemTime{});
     us.accounted_until = Time(c, "accountedUntil").value_or(us.since);
     us.idle_pods = StringMap(c, "idlePods");
+    if (c.Object("pods") != nullptr) {
+      us.pods = StringMap(c, "pods");
+      for (const auto& [pod, state] : *us.pods) {
+        if (state != kUsagePodHolding && state != kUsagePodReleased) {
+          c.Fail(fmt::format("status.usage.pods.{}: must be \"{}\" or \"{}\", got \"{}\"", pod, kUsagePodHolding,
+                             kUsagePodReleased, state));
+        }
+      }
+    }
     PHX_RETURN_IF_ERROR(c.status());
     s.usage = std::move(us);
   }
@@ -434,6 +443,7 @@ Json EncodeStatus(const TrainingJobStatus& s) {
       j["currency"] = u.currency;
     }
     if (!u.idle_pods.empty()) j["idlePods"] = u.idle_pods;
+    if (u.pods) j["pods"] = *u.pods;  // written even when empty: marks the status as tracking pods
     out["usage"] = std::move(j);
   }
   return out;

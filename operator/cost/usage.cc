@@ -50,6 +50,9 @@ UsageStep AccountUsage(const std::optional<UsageStatus>& prev, const std::vector
   const SystemTime from = u.accounted_until;
   const SystemTime to = std::max(t, from);  // a clock that went back counts nothing
   std::map<std::string, std::string> idle_now;
+  // Statuses written before `pods` existed counted every visible pod up to accounted_until.
+  const bool tracked = prev && prev->pods.has_value();
+  std::map<std::string, std::string> pods_now;
   step.tier = TierOf(priority_class_name, std::nullopt);
   bool tier_from_pod = false;
   static const std::string kIdleKey(kAnnotationIdleSince);
@@ -70,7 +73,33 @@ UsageStep AccountUsage(const std::optional<UsageStatus>& prev, const std::vector
     const SystemTime end = until.value_or(to);
     if (!until) step.holding = true;
     const double per_second = prices != nullptr ? prices->Hourly(pod.gpu_product, tier) / 3600.0 : 0;
-    const double held = pod.gpus * Overlap(from, to, start, end);
+
+    // What this pod was counted for before: nothing (new), up to `from` (holding), all (released).
+    const std::string* before = nullptr;
+    if (tracked) {
+      auto it = prev->pods->find(pod.name);
+      if (it != prev->pods->end()) before = &it->second;
+    }
+    const bool was_holding = !tracked || (before != nullptr && *before == kUsagePodHolding);
+    const bool was_released = before != nullptr && *before == kUsagePodReleased;
+    pods_now[pod.name] = std::string(until ? kUsagePodReleased : kUsagePodHolding);
+    double held = 0;
+    if (was_released && until) {
+      // Counted to its end already.
+    } else if (was_holding || was_released) {
+      // Counted up to `from`: the rest of its interval, to its end (even past `to`: kubelet's clock
+      // may run ahead of ours) or to now; or, when its end is before `from` (our view of it
+      // lagged), what was counted past that end, given back.
+      held = pod.gpus * Overlap(from, until ? std::max(*until, to) : to, start, end);
+      // Only a pod the status says it counted as holding: a status without `pods` may have
+      // counted it to its end long ago.
+      if (until && *until < from && before != nullptr && *before == kUsagePodHolding) {
+        held -= pod.gpus * SecondsBetween(std::max({*until, start, u.since}), from);
+      }
+    } else {
+      // First seen: from its start (not before accounting began).
+      held = pod.gpus * Overlap(u.since, until ? std::max(*until, to) : to, start, end);
+    }
     step.added.gpu_seconds += held;
     step.added.cost += held * per_second;
 
@@ -95,6 +124,7 @@ UsageStep AccountUsage(const std::optional<UsageStatus>& prev, const std::vector
   u.idle_cost += step.added.idle_cost;
   u.accounted_until = to;
   u.idle_pods = std::move(idle_now);
+  u.pods = std::move(pods_now);
   return step;
 }
 

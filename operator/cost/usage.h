@@ -7,10 +7,14 @@
 // containers request (MIG devices as fractions, cost/price_table.h). It is idle from its
 // phalanx.io/idle-since annotation (written by the device plugin) while the annotation is set.
 //
-// One step counts the interval (accounted_until, now] of every visible pod and moves
-// accounted_until to now. Nothing before accounted_until is counted again, except the first
-// sight of a pod's idle period, which is back-filled from its idle-since (never before `since`):
-// the status remembers which idle periods it has seen (`idlePods`). Pure; thread-safe.
+// One step counts the interval (accounted_until, now] of every pod it saw holding GPUs before and
+// moves accounted_until to now. The status remembers what it counted for each pod (`pods`), so the
+// operator's view of the pods may lag without the total drifting: a pod seen for the first time is
+// counted from its start (never before `since`); a pod seen ended is counted to its finishedAt, even
+// past now (kubelet's clock), and never again; a pod counted as holding but seen ended before
+// accounted_until gives back what was counted past its end (its watch lagged). The first sight of
+// a pod's idle period is back-filled from its idle-since (never before `since`): the status
+// remembers which idle periods it has seen (`idlePods`). Pure; thread-safe.
 #pragma once
 
 #include <optional>

@@ -47,8 +47,9 @@ struct FaultCell {
   double usage_slack = 0;
 };
 
-// 16 GPUs for 3 s: the longest the operator's view of the pods lags in the watch cells.
-constexpr double kWatchLagSlack = 48;
+// Was 48 (16 GPUs x 3 s of lag) until status.usage.pods let the operator correct a lagging view
+// (docs/operator.md "A lagging view"): usage is now exact in the watch cells too.
+constexpr double kWatchLagSlack = 0;
 
 // The daemons' clients: "phalanx-operator/…", "phalanx-extender/…", "phalanx-device-plugin". The
 // drivers' client is plain "phalanx".

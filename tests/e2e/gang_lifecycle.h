@@ -182,9 +182,9 @@ inline void RunGangLifecycle(Cluster& cluster, const std::string& name, const st
     }
     return held;
   };
-  // Usage is the pods' held time, exactly; `usage_slack` is for operators whose view of the pods
-  // lagged (watch faults): they count a pod that finished unseen until they see it (over) or miss a
-  // final interval (under) — docs/hardening.md, findings (open).
+  // Usage is the pods' held time, exactly, also when the operator's view of the pods lagged (watch
+  // faults: status.usage.pods corrects it, docs/operator.md "A lagging view"); `usage_slack` allows
+  // a known difference where a scenario needs one.
   double held = 0, counted = 0;
   const bool exact = PollUntil([&] {
     on_poll();

@@ -148,6 +148,56 @@ TEST(UsageTest, CountsHeldIntervalsOnceAcrossSteps) {
   EXPECT_EQ(frac.usage.accounted_until, kT0 + seconds(5000));
 }
 
+// Issue 27's fault matrix: under a stalled or silently closed pod watch the operator's view of its
+// pods lags. The status remembers what each pod was counted for, so the total converges to the
+// pods' held time once the view catches up.
+TEST(UsageTest, APodSeenEndedLateGivesBackWhatWasCountedPastItsEnd) {
+  ObservedPod a = RunningPod("a", 8, kT0 + seconds(10), "");
+  UsageStep s = AccountUsage(std::nullopt, {}, "", nullptr, kT0);
+  s = AccountUsage(s.usage, {a}, "", nullptr, kT0 + seconds(3600));  // a looked running: 3590 s
+  EXPECT_EQ(s.usage.pods->at("a"), kUsagePodHolding);
+  Finish(a, kT0 + seconds(3000));  // ...but it had ended at +3000
+  UsageStep late = AccountUsage(s.usage, {a}, "", nullptr, kT0 + seconds(5000));
+  EXPECT_DOUBLE_EQ(late.added.gpu_seconds, -8 * 600.0);
+  EXPECT_DOUBLE_EQ(late.usage.gpu_seconds, 8 * 2990.0);
+  EXPECT_EQ(late.usage.pods->at("a"), kUsagePodReleased);
+  // Never again, at any later step.
+  UsageStep again = AccountUsage(late.usage, {a}, "", nullptr, kT0 + seconds(9000));
+  EXPECT_TRUE(again.added.empty());
+}
+
+TEST(UsageTest, APodFirstSeenEndedIsCountedFromItsStart) {
+  UsageStep s = AccountUsage(std::nullopt, {}, "", nullptr, kT0);
+  s = AccountUsage(s.usage, {}, "", nullptr, kT0 + seconds(1000));
+  ObservedPod a = RunningPod("a", 4, kT0 + seconds(100), "");
+  Finish(a, kT0 + seconds(700));  // started and ended while the view lagged
+  UsageStep seen = AccountUsage(s.usage, {a}, "", nullptr, kT0 + seconds(2000));
+  EXPECT_DOUBLE_EQ(seen.added.gpu_seconds, 4 * 600.0);
+  EXPECT_TRUE(AccountUsage(seen.usage, {a}, "", nullptr, kT0 + seconds(3000)).added.empty());
+}
+
+TEST(UsageTest, AFinishedAtAheadOfTheOperatorsClockIsCountedToTheEnd) {
+  ObservedPod a = RunningPod("a", 8, kT0, "");
+  UsageStep s = AccountUsage(UsageStatus{.since = kT0, .accounted_until = kT0, .pods = {{}}}, {a}, "", nullptr,
+                             kT0 + seconds(100));
+  Finish(a, kT0 + seconds(201));  // kubelet's clock (or its rounding) is a second ahead of ours
+  UsageStep end = AccountUsage(s.usage, {a}, "", nullptr, kT0 + seconds(200) + std::chrono::milliseconds(600));
+  EXPECT_DOUBLE_EQ(end.usage.gpu_seconds, 8 * 201.0);
+  EXPECT_EQ(end.usage.accounted_until, kT0 + seconds(200));
+  EXPECT_TRUE(AccountUsage(end.usage, {a}, "", nullptr, kT0 + seconds(300)).added.empty());
+}
+
+TEST(UsageTest, AStatusWrittenBeforePodsWereTrackedCountsAsItDid) {
+  // An older operator counted b to its end at +500; its status has no `pods`.
+  ObservedPod a = RunningPod("a", 8, kT0, ""), b = RunningPod("b", 8, kT0, "");
+  Finish(b, kT0 + seconds(500));
+  UsageStatus legacy{.gpu_seconds = 8 * 1000.0 + 8 * 500.0, .since = kT0, .accounted_until = kT0 + seconds(1000)};
+  UsageStep s = AccountUsage(legacy, {a, b}, "", nullptr, kT0 + seconds(1600));
+  EXPECT_DOUBLE_EQ(s.added.gpu_seconds, 8 * 600.0);  // a's new 600 s; b neither again nor given back
+  EXPECT_EQ(s.usage.pods->at("a"), kUsagePodHolding);
+  EXPECT_EQ(s.usage.pods->at("b"), kUsagePodReleased);
+}
+
 TEST(UsageTest, SpotTierAndMigFractionsArePriced) {
   const PriceTable prices = Table();
   ObservedPod p = RunningPod("mig", 3.0 / 7, kT0, "NVIDIA-A100-SXM4-80GB");

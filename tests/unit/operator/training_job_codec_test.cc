@@ -105,6 +105,29 @@ TEST(TrainingJobCodecTest, StatusRoundTrips) {
   EXPECT_EQ(back->last_committed->path, "/ckpt/step-1200");
 }
 
+TEST(TrainingJobCodecTest, UsagePodsRoundTripAndAreChecked) {
+  TrainingJobStatus s;
+  const SystemTime t = SystemTime(std::chrono::seconds(1795000000));
+  s.usage = UsageStatus{.gpu_seconds = 16, .since = t, .accounted_until = t};
+  s.usage->pods.emplace();  // tracked, no pods yet: still written
+  json::Json encoded = EncodeStatus(s);
+  EXPECT_TRUE(encoded["usage"]["pods"].is_object()) << encoded.dump();
+  auto back = DecodeStatus(encoded);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->usage->pods.has_value());
+  s.usage->pods = {{"j-a1-0", std::string(kUsagePodHolding)}, {"j-a1-1", std::string(kUsagePodReleased)}};
+  back = DecodeStatus(EncodeStatus(s));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->usage, s.usage);
+  // A status without it (an older operator's) decodes as untracked.
+  encoded["usage"].erase("pods");
+  EXPECT_FALSE(DecodeStatus(encoded)->usage->pods.has_value());
+  encoded["usage"]["pods"] = {{"j-a1-0", "running"}};
+  auto bad = DecodeStatus(encoded);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("status.usage.pods.j-a1-0"), std::string::npos) << bad.status();
+}
+
 TEST(TrainingJobCodecTest, UnreadableStatusIsAnError) {
   json::Json j = ValidJobJson();
   j["status"] = {{"checkpoint", {{"lastCommitted", {{"step", "many"}}}}}};
