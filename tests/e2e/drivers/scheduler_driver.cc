@@ -349,7 +349,7 @@ Json SchedulerDriver::Call(const std::string& verb, const std::string& pod_key, 
   kube::KubeConfig config;
   config.server = path_start == std::string::npos ? url : url.substr(0, path_start);
   const std::string prefix = path_start == std::string::npos ? "" : url.substr(path_start);
-  ExtenderCall call{verb, pod_key, 0, json::Dump(body), ""};
+  ExtenderCall call{verb, pod_key, 0, json::Dump(body), "", std::chrono::steady_clock::now(), {}};
   Json answer;
   auto transport = kube::MakeCpprestTransport(config);
   if (transport.ok()) {
@@ -373,6 +373,7 @@ Json SchedulerDriver::Call(const std::string& verb, const std::string& pod_key, 
   } else {
     call.response = transport.status().message();
   }
+  call.answered = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   calls_.push_back(std::move(call));
   return answer;

@@ -56,6 +56,9 @@ struct ExtenderCall {
   std::string pod;   // "<ns>/<name>"
   int status = 0;    // HTTP status, 0 = transport error
   std::string request, response;
+  // When the request was sent and the answer (or failure) came back: a held bind's answer
+  // comes when the gang's barrier releases it.
+  std::chrono::steady_clock::time_point sent, answered;
 };
 
 class SchedulerDriver {
