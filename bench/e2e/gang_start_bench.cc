@@ -41,8 +41,10 @@ struct Options {
   int api_latency_ms = 0;
   int write_latency_ms = 0;
   bool fixed_retry = false;
+  bool ignore_gates = false;
   bool json = false;
   std::string operator_binary;
+  std::vector<std::string> extender_args;
 };
 
 std::string JobYaml(const Options& o, const std::string& name) {
@@ -81,6 +83,8 @@ Run OneRun(const Options& o, int index) {
   }
   co.kube_scheduler_queue = !o.fixed_retry;
   co.operator_binary = o.operator_binary;
+  co.scheduler_ignores_gates = o.ignore_gates;
+  co.extra_extender_args = o.extender_args;
   auto started = Cluster::Start(co);
   if (!started.ok()) {
     run.error = "cluster: " + std::string(started.status().message());
@@ -159,6 +163,9 @@ int Main(int argc, char** argv) {
   app.add_option("--write-latency-ms", o.write_latency_ms,
                  "added to every write (etcd's commit, admission webhooks)")->capture_default_str();
   app.add_flag("--fixed-retry", o.fixed_retry, "the scheduler driver's 250 ms retry instead of v1.26's queue model");
+  app.add_flag("--scheduler-ignores-gates", o.ignore_gates,
+               "a v1.26 kube-scheduler without PodSchedulingReadiness: gated pods are tried (and fail)");
+  app.add_option("--extender-arg", o.extender_args, "an extra phalanx-extender flag (repeat), e.g. --extender-arg=--writers=64");
   app.add_option("--operator", o.operator_binary, "another phalanx-operator binary (before/after)");
   app.add_flag("--json", o.json, "one JSON object per run, then the summary");
   CLI11_PARSE(app, argc, argv);
@@ -187,7 +194,7 @@ int Main(int argc, char** argv) {
   }
   std::printf(
       "\n%d x %d GPUs on %d nodes (%d with agents), %s, API latency +%d ms, writes +%d ms; %d runs, ms: p50 (min-max)\n",
-      o.replicas, o.gpus, o.nodes, o.agent_nodes, o.fixed_retry ? "fixed 250 ms retry" : "v1.26 queue model",
+      o.replicas, o.gpus, o.nodes, o.agent_nodes, o.fixed_retry ? "fixed 250 ms retry" : o.ignore_gates ? "v1.26 queue model, gates ignored" : "v1.26 queue model",
       o.api_latency_ms, o.write_latency_ms, o.runs);
   std::printf("\n%-72s %s\n", "stage (critical path)", "ms");
   for (size_t s = 0; s < runs[0].stages.size(); ++s) {

@@ -127,7 +127,8 @@ void SchedulerDriver::ScheduleOnce() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& p : (*pods)["items"]) {
       if (Str(p, "spec", "schedulerName") != options_.scheduler_name) continue;
-      if (!NodeName(p).empty() || Terminating(p) || Finished(p) || Gated(p)) continue;
+      if (!NodeName(p).empty() || Terminating(p) || Finished(p)) continue;
+      if (options_.respect_scheduling_gates && Gated(p)) continue;
       if (!hold_label_.empty() && Label(p, hold_label_) == hold_value_) continue;
       if (options_.kube_scheduler_queue) {
         queue.push_back(&p);  // the model decides (assumed pods included: it tracks their binds)

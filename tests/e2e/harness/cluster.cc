@@ -86,6 +86,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(ClusterOptions options) {
     PHX_RETURN_IF_ERROR(cluster->StartExtender());
     SchedulerDriverOptions so;
     so.kube_scheduler_queue = cluster->options_.kube_scheduler_queue;
+    so.respect_scheduling_gates = !cluster->options_.scheduler_ignores_gates;
     so.extender_url = fmt::format("http://127.0.0.1:{}/v1", cluster->extender_port_);
     cluster->scheduler_ = std::make_unique<SchedulerDriver>(so, *cluster->client_);
     cluster->scheduler_->Start();

@@ -63,6 +63,9 @@ struct ClusterOptions {
   // The SchedulerDriver follows kube-scheduler v1.26's scheduling queue (drivers/scheduling_queue.h)
   // instead of retrying every failed pod after 250 ms.
   bool kube_scheduler_queue = false;
+  // The SchedulerDriver plays a v1.26 kube-scheduler without PodSchedulingReadiness: it tries
+  // gated pods too (SchedulerDriverOptions::respect_scheduling_gates = false).
+  bool scheduler_ignores_gates = false;
   // Another phalanx-operator binary (a before/after comparison); "" = the build's.
   std::string operator_binary;
 };
