@@ -10,7 +10,7 @@
 // Prints each run's critical path and the p50 (min, max) over the runs; `--json` for scripts.
 //
 //   build/bench/e2e/gang_start_bench --runs 5 [--write-latency-ms 10] [--api-latency-ms 1] [--fixed-retry]
-//                                    [--operator OTHER_BINARY] [--json]
+//                                    [--webhook] [--operator OTHER_BINARY] [--json]
 #include <cstdio>
 #include <map>
 #include <string>
@@ -23,8 +23,10 @@
 #include "core/json/json.h"
 #include "tests/e2e/drivers/pod_facts.h"
 #include "tests/e2e/harness/cluster.h"
+#include "tests/e2e/harness/files.h"
 #include "tests/e2e/harness/gang_start_timeline.h"
 #include "tests/e2e/harness/poll.h"
+#include "tests/e2e/harness/ports.h"
 #include "tests/fakes/apiserver/raw_client.h"
 
 namespace phalanx::e2e {
@@ -42,6 +44,7 @@ struct Options {
   int write_latency_ms = 0;
   bool fixed_retry = false;
   bool ignore_gates = false;
+  bool webhook = false;
   bool json = false;
   std::string operator_binary;
   std::vector<std::string> extender_args;
@@ -61,6 +64,71 @@ std::string JobYaml(const Options& o, const std::string& name) {
   return json::Dump(job);
 }
 
+std::string Base64(const std::string& in) {
+  static const char* const kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << 16;
+    if (i + 1 < in.size()) n |= static_cast<uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
+    if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? kAlphabet[n & 63] : '=';
+  }
+  return out;
+}
+
+// The gang-gate webhook as the chart deploys it (--webhook, §2.7 of docs/architecture.md), with a
+// helm-style certificate pair made by openssl for 127.0.0.1; the fake API server calls it on every
+// pod create that carries phalanx.io/gang. Returns the extender flags; "" error on success.
+struct Webhook {
+  TempDir dir;
+  uint16_t port = FreePort();
+  std::string error;
+  std::vector<std::string> ExtenderArgs() const {
+    return {"--webhook-addr", fmt::format("127.0.0.1:{}", port), "--webhook-tls-cert", dir.path() + "/tls.crt",
+            "--webhook-tls-key", dir.path() + "/tls.key"};
+  }
+  bool MakeCertificates() {
+    const std::string d = dir.path();
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    WriteFile(d + "/san.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+    const std::string cmd = fmt::format(
+        "cd '{}' && openssl req -x509 {} -keyout ca.key -out ca.crt -days 1 -subj /CN=bench-ca && "
+        "openssl req {} -keyout tls.key -out tls.csr -subj /CN=127.0.0.1 && "
+        "openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out tls.crt -days 1 "
+        "-extfile san.ext",
+        d, ec, ec);
+    if (std::system((cmd + " >/dev/null 2>&1").c_str()) != 0) {
+      error = "openssl failed: " + cmd;
+      return false;
+    }
+    return true;
+  }
+  Json Configuration() const {
+    return {{"apiVersion", "admissionregistration.k8s.io/v1"},
+            {"kind", "MutatingWebhookConfiguration"},
+            {"metadata", {{"name", "phalanx-scheduler-gang-gate"}}},
+            {"webhooks",
+             Json::array({{{"name", "gang-gate.phalanx.io"},
+                           {"clientConfig",
+                            {{"url", fmt::format("https://127.0.0.1:{}/mutate-pods", port)},
+                             {"caBundle", Base64(ReadFile(dir.path() + "/ca.crt").value_or(""))}}},
+                           {"rules", Json::array({{{"apiGroups", Json::array({""})},
+                                                   {"apiVersions", Json::array({"v1"})},
+                                                   {"operations", Json::array({"CREATE"})},
+                                                   {"resources", Json::array({"pods"})}}})},
+                           {"objectSelector",
+                            {{"matchExpressions", Json::array({{{"key", "phalanx.io/gang"}, {"operator", "Exists"}}})}}},
+                           {"failurePolicy", "Ignore"},
+                           {"reinvocationPolicy", "Never"},
+                           {"sideEffects", "None"},
+                           {"admissionReviewVersions", Json::array({"v1"})},
+                           {"timeoutSeconds", 5}}})}};
+  }
+};
+
 uint64_t ResourceVersion(kube::KubeClient& client) {
   auto listed = client.List(kube::resources::kNamespaces, "");
   return listed.ok() ? std::stoull((*listed)["metadata"]["resourceVersion"].get<std::string>()) : 0;
@@ -70,6 +138,7 @@ struct Run {
   GangStartMilestones m;
   std::vector<Stage> stages;
   Json request_counts;
+  double webhook_reviews = 0;
   std::string error;
 };
 
@@ -85,6 +154,14 @@ Run OneRun(const Options& o, int index) {
   co.operator_binary = o.operator_binary;
   co.scheduler_ignores_gates = o.ignore_gates;
   co.extra_extender_args = o.extender_args;
+  Webhook webhook;
+  if (o.webhook) {
+    if (!webhook.MakeCertificates()) {
+      run.error = webhook.error;
+      return run;
+    }
+    for (auto& a : webhook.ExtenderArgs()) co.extra_extender_args.push_back(a);
+  }
   auto started = Cluster::Start(co);
   if (!started.ok()) {
     run.error = "cluster: " + std::string(started.status().message());
@@ -92,6 +169,13 @@ Run OneRun(const Options& o, int index) {
   }
   Cluster& cluster = **started;
   fakes::apiserver::testing::RawClient api(cluster.api_url());
+  if (o.webhook) {
+    auto r = api.Post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", webhook.Configuration());
+    if (r.status != 201 && r.status != 200) {
+      run.error = fmt::format("webhook configuration: {} {}", r.status, r.body);
+      return run;
+    }
+  }
   if (o.api_latency_ms > 0) api.Post(fmt::format("/fake/latency?ms={}", o.api_latency_ms), Json::object());
   if (o.write_latency_ms > 0) api.Post(fmt::format("/fake/write-latency?ms={}", o.write_latency_ms), Json::object());
   const std::string name = fmt::format("llm-{}", index);
@@ -121,6 +205,11 @@ Run OneRun(const Options& o, int index) {
     return run.m.running.count >= std::min(on_agents, o.replicas);
   }, std::chrono::seconds(10));
   run.request_counts = api.Get("/fake/request-counts").Json();
+  if (o.webhook) {
+    run.webhook_reviews = cluster.Metric("extender", "phalanx_extender_webhook_reviews_total{result=\"unchanged\"}")
+                              .value_or(0) +
+                          cluster.Metric("extender", "phalanx_extender_webhook_reviews_total{result=\"gated\"}").value_or(0);
+  }
   pods.Stop();
   jobs.Stop();
   run.stages = CriticalPath(run.m);
@@ -166,6 +255,8 @@ int Main(int argc, char** argv) {
   app.add_flag("--scheduler-ignores-gates", o.ignore_gates,
                "a v1.26 kube-scheduler without PodSchedulingReadiness: gated pods are tried (and fail)");
   app.add_option("--extender-arg", o.extender_args, "an extra phalanx-extender flag (repeat), e.g. --extender-arg=--writers=64");
+  app.add_flag("--webhook", o.webhook,
+               "the extender's gang-gate webhook on (as the chart has it), called by the API server on each pod create");
   app.add_option("--operator", o.operator_binary, "another phalanx-operator binary (before/after)");
   app.add_flag("--json", o.json, "one JSON object per run, then the summary");
   CLI11_PARSE(app, argc, argv);
@@ -189,12 +280,14 @@ int Main(int argc, char** argv) {
       std::printf("run %d: all %d bound at %s ms (last bind answered %s ms)\n", i, r.m.bound.count,
                   Ms(r.m.bound.last).c_str(), Ms(r.m.bind_answered.last).c_str());
       std::printf("%s", Writes(r.request_counts).c_str());
+      if (o.webhook) std::printf("  gang-gate webhook reviews: %.0f\n", r.webhook_reviews);
     }
     runs.push_back(std::move(r));
   }
   std::printf(
-      "\n%d x %d GPUs on %d nodes (%d with agents), %s, API latency +%d ms, writes +%d ms; %d runs, ms: p50 (min-max)\n",
+      "\n%d x %d GPUs on %d nodes (%d with agents), %s%s, API latency +%d ms, writes +%d ms; %d runs, ms: p50 (min-max)\n",
       o.replicas, o.gpus, o.nodes, o.agent_nodes, o.fixed_retry ? "fixed 250 ms retry" : o.ignore_gates ? "v1.26 queue model, gates ignored" : "v1.26 queue model",
+      o.webhook ? ", gang-gate webhook" : "",
       o.api_latency_ms, o.write_latency_ms, o.runs);
   std::printf("\n%-72s %s\n", "stage (critical path)", "ms");
   for (size_t s = 0; s < runs[0].stages.size(); ++s) {
