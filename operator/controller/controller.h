@@ -34,6 +34,9 @@ struct ControllerOptions {
   ReconcileOptions reconcile;
   std::string field_manager = "phalanx-operator";
   int max_conflict_retries = 5;
+  // A job's new pods are created in parallel batches of 1, 2, 4, ... up to this many
+  // (slow_start.h).
+  int max_parallel_creates = 32;
   // Informer reflector tuning (tests shorten it).
   std::chrono::seconds min_watch_timeout{300};
 };

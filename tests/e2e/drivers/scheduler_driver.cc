@@ -127,7 +127,8 @@ void SchedulerDriver::ScheduleOnce() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& p : (*pods)["items"]) {
       if (Str(p, "spec", "schedulerName") != options_.scheduler_name) continue;
-      if (!NodeName(p).empty() || Terminating(p) || Finished(p) || Gated(p)) continue;
+      if (!NodeName(p).empty() || Terminating(p) || Finished(p)) continue;
+      if (options_.respect_scheduling_gates && Gated(p)) continue;
       if (!hold_label_.empty() && Label(p, hold_label_) == hold_value_) continue;
       if (options_.kube_scheduler_queue) {
         queue.push_back(&p);  // the model decides (assumed pods included: it tracks their binds)
@@ -349,7 +350,7 @@ Json SchedulerDriver::Call(const std::string& verb, const std::string& pod_key, 
   kube::KubeConfig config;
   config.server = path_start == std::string::npos ? url : url.substr(0, path_start);
   const std::string prefix = path_start == std::string::npos ? "" : url.substr(path_start);
-  ExtenderCall call{verb, pod_key, 0, json::Dump(body), ""};
+  ExtenderCall call{verb, pod_key, 0, json::Dump(body), "", std::chrono::steady_clock::now(), {}};
   Json answer;
   auto transport = kube::MakeCpprestTransport(config);
   if (transport.ok()) {
@@ -373,6 +374,7 @@ Json SchedulerDriver::Call(const std::string& verb, const std::string& pod_key, 
   } else {
     call.response = transport.status().message();
   }
+  call.answered = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   calls_.push_back(std::move(call));
   return answer;

@@ -2,7 +2,8 @@
 // chart (helm/phalanx/templates/scheduler/configmap.yaml: urlPrefix .../v1, filter, prioritize,
 // preempt, bind verbs, nodeCacheCapable, managedResources nvidia.com/gpu), for pods of
 // `scheduler_name`:
-//  - skips pods with scheduling gates, bound pods and terminating pods; highest priority first,
+//  - skips pods with scheduling gates (unless !respect_scheduling_gates), bound pods and
+//    terminating pods; highest priority first,
 //    then oldest;
 //  - "in-tree" fit: the pod's nvidia.com/gpu against node allocatable minus the pods bound to
 //    the node (terminating ones included), the pods it assumed (binds in flight) and the pods
@@ -46,6 +47,9 @@ struct SchedulerDriverOptions {
   std::string extender_url;  // "http://127.0.0.1:PORT/v1" (the chart's urlPrefix)
   std::chrono::milliseconds poll{50};
   bool kube_scheduler_queue = false;                   // model v1.26's queue (see above)
+  // false: kube-scheduler v1.26 as it comes, with PodSchedulingReadiness (alpha) off, so
+  // spec.schedulingGates mean nothing to it and gated pods are tried like any other.
+  bool respect_scheduling_gates = true;
   SchedulingQueueOptions queue;
   std::chrono::milliseconds retry_unschedulable{250};  // without the queue model: retry after a failure
   std::chrono::seconds http_timeout{60};               // the chart's httpTimeout (>= 30 s)
@@ -56,6 +60,9 @@ struct ExtenderCall {
   std::string pod;   // "<ns>/<name>"
   int status = 0;    // HTTP status, 0 = transport error
   std::string request, response;
+  // When the request was sent and the answer (or failure) came back: a held bind's answer
+  // comes when the gang's barrier releases it.
+  std::chrono::steady_clock::time_point sent, answered;
 };
 
 class SchedulerDriver {

@@ -80,11 +80,13 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(ClusterOptions options) {
     node.spec = spec;
     PHX_RETURN_IF_ERROR(cluster->StartNode(node, index++));
   }
+  PHX_RETURN_IF_ERROR(cluster->PublishAgentlessNodes());
   if (cluster->options_.start_operator) PHX_RETURN_IF_ERROR(cluster->StartOperator());
   if (cluster->options_.start_extender) {
     PHX_RETURN_IF_ERROR(cluster->StartExtender());
     SchedulerDriverOptions so;
     so.kube_scheduler_queue = cluster->options_.kube_scheduler_queue;
+    so.respect_scheduling_gates = !cluster->options_.scheduler_ignores_gates;
     so.extender_url = fmt::format("http://127.0.0.1:{}/v1", cluster->extender_port_);
     cluster->scheduler_ = std::make_unique<SchedulerDriver>(so, *cluster->client_);
     cluster->scheduler_->Start();
@@ -208,6 +210,7 @@ Status Cluster::StartNode(Node& node, size_t index) {
   if (!WriteFile(node.machine_file, json::Dump(*parsed)) || !WriteFile(node.events_file, "")) {
     return InternalError("cannot write the machine files of " + node.spec.name);
   }
+  if (!node.spec.agents) return OkStatus();  // published by PublishAgentlessNodes
   auto kubelet = fake_kubelet::FakeKubelet::Start(node.dir + "/kubelet");
   if (!kubelet.ok()) return kubelet.status();
   node.kubelet = std::move(kubelet).value();
@@ -261,6 +264,61 @@ Status Cluster::RestartDevicePlugin(const std::string& name) {
   return LaunchDevicePlugin(node);
 }
 
+// A device plugin publishes its node's GPU labels (phalanx.io/gpu.*) and annotations
+// (gpu-topology, gpu-state); agentless nodes get the first agent node's, with that node's GPU
+// UUIDs and name replaced by theirs, written once (nothing on them changes afterwards).
+Status Cluster::PublishAgentlessNodes() {
+  const Node* source = nullptr;
+  bool any_agentless = false;
+  for (const auto& [name, node] : nodes_) {
+    if (node.spec.agents && source == nullptr) source = &node;
+    any_agentless |= !node.spec.agents;
+  }
+  if (!any_agentless) return OkStatus();
+  if (source == nullptr) return InvalidArgumentError("agentless nodes need one node with agents to copy");
+  auto published = [](const Json& n) {
+    const Json& a = n["metadata"].value("annotations", Json::object());
+    return a.contains("phalanx.io/gpu-topology") && a.contains("phalanx.io/gpu-state");
+  };
+  Json template_node;
+  if (!PollUntil([&] {
+        auto got = client_->Get(kube::resources::kNodes, "", source->spec.name);
+        if (got.ok()) template_node = std::move(got).value();
+        return got.ok() && published(template_node);
+      }, kStartDeadline)) {
+    return UnavailableError("the device plugin of " + source->spec.name + " never published its Node");
+  }
+  auto rewrite = [&](std::string text, const Node& to) {
+    for (size_t i = 0; i < source->uuids.size() && i < to.uuids.size(); ++i) {
+      for (size_t at = text.find(source->uuids[i]); at != std::string::npos; at = text.find(source->uuids[i], at)) {
+        text.replace(at, source->uuids[i].size(), to.uuids[i]);
+        at += to.uuids[i].size();
+      }
+    }
+    for (size_t at = text.find(source->spec.name); at != std::string::npos; at = text.find(source->spec.name, at)) {
+      text.replace(at, source->spec.name.size(), to.spec.name);
+      at += to.spec.name.size();
+    }
+    return text;
+  };
+  const Json source_labels = template_node["metadata"].value("labels", Json::object());
+  const Json source_annotations = template_node["metadata"].value("annotations", Json::object());
+  for (const auto& [name, node] : nodes_) {
+    if (node.spec.agents) continue;
+    Json labels = Json::object(), annotations = Json::object();
+    for (const auto& [k, v] : source_labels.items()) {
+      if (k.rfind("phalanx.io/", 0) == 0 && v.is_string()) labels[k] = rewrite(v.get<std::string>(), node);
+    }
+    for (const auto& [k, v] : source_annotations.items()) {
+      if (k.rfind("phalanx.io/", 0) == 0 && v.is_string()) annotations[k] = rewrite(v.get<std::string>(), node);
+    }
+    auto patched = client_->Patch(kube::resources::kNodes, "", name, kube::PatchType::kMerge,
+                                  Json{{"metadata", {{"labels", labels}, {"annotations", annotations}}}});
+    if (!patched.ok()) return patched.status().WithContext("publishing agentless node " + name);
+  }
+  return OkStatus();
+}
+
 Status Cluster::StartOperator() {
   if (operator_metrics_port_ == 0) operator_metrics_port_ = FreePort();
   if (options_.progress_endpoint && progress_port_ == 0) progress_port_ = FreePort();
@@ -270,7 +328,9 @@ Status Cluster::StartOperator() {
       "--progress-addr", progress_port_ == 0 ? "" : fmt::format("127.0.0.1:{}", progress_port_),
       "--namespace", options_.namespace_, "--workers", "2", "--stuck-terminating-seconds", "60"};
   for (const auto& a : options_.extra_operator_args) args.push_back(a);
-  operator_ = Launch("operator", BinaryPath("operator/phalanx-operator"), args, {}, &error);
+  operator_ = Launch("operator",
+                     options_.operator_binary.empty() ? BinaryPath("operator/phalanx-operator") : options_.operator_binary,
+                     args, {}, &error);
   if (!operator_) return error;
   return WaitReady(*operator_, operator_metrics_port_);
 }

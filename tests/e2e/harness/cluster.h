@@ -36,6 +36,11 @@ struct NodeSpec {
   // Every GPU of the node runs at this SM utilisation (the fake NVML's constant curve);
   // unset: as the machine file says.
   std::optional<double> sm_percent;
+  // false: no kubelet, device plugin or kubelet driver for this node (a large cluster on 2
+  // cores); its Node carries a copy of the first agent node's published GPU labels and
+  // annotations (UUIDs and node name rewritten), so the extender plans it like the others.
+  // Pods bound there are never admitted, run or terminated. Needs one node with agents.
+  bool agents = true;
 };
 
 struct ClusterOptions {
@@ -58,6 +63,11 @@ struct ClusterOptions {
   // The SchedulerDriver follows kube-scheduler v1.26's scheduling queue (drivers/scheduling_queue.h)
   // instead of retrying every failed pod after 250 ms.
   bool kube_scheduler_queue = false;
+  // The SchedulerDriver plays a v1.26 kube-scheduler without PodSchedulingReadiness: it tries
+  // gated pods too (SchedulerDriverOptions::respect_scheduling_gates = false).
+  bool scheduler_ignores_gates = false;
+  // Another phalanx-operator binary (a before/after comparison); "" = the build's.
+  std::string operator_binary;
 };
 
 // Paths of the binaries under test (built by the e2e target's dependencies).
@@ -82,6 +92,7 @@ class Cluster {
     return progress_port_ == 0 ? "" : "http://127.0.0.1:" + std::to_string(progress_port_);
   }
 
+  // Only for nodes with agents (NodeSpec::agents).
   fake_kubelet::FakeKubelet& kubelet(const std::string& node) { return *nodes_.at(node).kubelet; }
   KubeletDriver& kubelet_driver(const std::string& node) { return *nodes_.at(node).driver; }
   Process& device_plugin(const std::string& node) { return *nodes_.at(node).plugin; }
@@ -132,6 +143,7 @@ class Cluster {
   Status StartApiServer();
   Status StartNode(Node& node, size_t index);
   Status LaunchDevicePlugin(Node& node);
+  Status PublishAgentlessNodes();
   Status StartOperator();
   Status StartExtender();
   Status WaitReady(Process& process, uint16_t port);
