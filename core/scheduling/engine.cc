@@ -263,6 +263,7 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
   in_pass_ = true;
   pass_seq_limit_ = next_seq_;
   RollSkippedRuns();
+  ReforecastOverdue(now);
   BeginFitPass(ctx);
   if (ledger_.enabled()) {
     QueueWalk(ctx);

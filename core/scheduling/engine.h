@@ -155,6 +155,7 @@ struct EngineStats {
   uint64_t preemptions_declined = 0;  // victim sets found but not worth their price
   uint64_t plan_calls = 0;
   uint64_t queue_reclaims = 0;      // borrowing gangs evicted to give a queue its nominal quota
+  uint64_t overruns = 0;            // running gangs found past their expected end (re-forecast)
 };
 
 class Engine {
@@ -292,6 +293,9 @@ class Engine {
     bool TakeIfStillFits(const Admission& admission, const placement::ClusterState& state);
   };
   HeadPlan PlanHead(const Waiting& w, const std::string& pool, PassContext& ctx) const;
+  // Running gangs past their expected end get a new one (engine_heads.cc): a hint that
+  // proved short is not trusted to end "now" pass after pass.
+  void ReforecastOverdue(double now);
   HeadPlan AwaitingHead(const Waiting& w, PassContext& ctx) const;
 
   static OrderKey OrderOf(const GangRequest& g, uint64_t seq) { return {-g.priority, g.submitted, seq}; }

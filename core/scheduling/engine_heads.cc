@@ -145,3 +145,32 @@ Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name
 }
 
 }  // namespace phalanx::scheduling
+
+namespace phalanx::scheduling {
+
+// A gang that outlived its expected end (its hint or tier default was short) would count
+// as ending "now + grace" in every pass: a head waiting on its GPUs would expect to start
+// within a minute and refuse every backfill for as long as the gang really runs. It is
+// re-forecast instead, once per overrun: it is expected to run as long again as it was
+// expected to run in all (the estimate proved at least 2x short), never less than the
+// grace; a victim that was asked to stop is expected within the grace.
+void Engine::ReforecastOverdue(double now) {
+  std::vector<GangKey> overdue;
+  forecast_.InEndOrder("", [&](double end, const GangKey& key) {
+    if (end >= now) return false;
+    overdue.push_back(key);
+    return true;
+  });
+  for (const GangKey& key : overdue) {
+    auto it = running_.find(key);
+    if (it == running_.end()) continue;
+    Running& r = it->second;
+    const double grace = forecast_.overdue_grace_s;
+    const double again = r.evicting ? grace : std::max(grace, r.expected_end - r.started);
+    r.expected_end = now + again;
+    forecast_.Add(key, r.pool, r.expected_end, r.req.IsShare() ? 1 : r.req.Gpus());
+    if (!r.evicting) ++stats_.overruns;
+  }
+}
+
+}  // namespace phalanx::scheduling

@@ -31,6 +31,7 @@ struct SimulateFlags {
   std::string scheduling_policy;
   bool no_backfill = false;
   bool no_duration_hints = false;
+  std::string hint_noise;
   bool no_queues = false;
   std::string report;
   std::string html;
@@ -91,7 +92,19 @@ int RunSimulate(const SimulateFlags& f) {
   if (f.no_backfill) opts.policy.engine.backfill = false;
   opts.policy.engine.restart_overhead_s = f.restart_overhead;
   opts.sim.graceful_notice_s = f.checkpoint_flush;
-  opts.policy.duration_hints = !f.no_duration_hints;
+  if (!f.hint_noise.empty()) {
+    if (f.no_duration_hints) {
+      std::cerr << "phalanx simulate: --hint-noise and --no-duration-hints exclude each other (noisy hints or none)\n";
+      return 2;
+    }
+    auto hints = ParseHintNoise(f.hint_noise, f.seed);
+    if (!hints.ok()) {
+      std::cerr << "phalanx simulate: " << hints.status().message() << "\n";
+      return 2;
+    }
+    opts.policy.hints = *hints;
+  }
+  if (f.no_duration_hints) opts.policy.hints.mode = HintModel::Mode::kNone;
   opts.sim.restart_overhead_s = f.restart_overhead;
   auto current = std::make_shared<std::string>();
   const bool progress = !f.quiet && isatty(STDERR_FILENO);
@@ -156,7 +169,11 @@ void RegisterSimulateCommand(cli::CommandRegistry& registry) {
             app.add_flag("--no-backfill", flags->no_backfill,
                          "phalanx: the head of each pool blocks everything behind it (no backfill)");
             app.add_flag("--no-duration-hints", flags->no_duration_hints,
-                         "phalanx: jobs give no run-time hint; the engine assumes its tier defaults");
+                         "phalanx: jobs give no run-time hint; the engine assumes the trace's active_deadline, "
+                         "else its tier defaults");
+            app.add_option("--hint-noise", flags->hint_noise,
+                           "phalanx: users overestimate: each job's hint is its duration x U(LO,HI), seeded by --seed "
+                           "(e.g. 1,3)");
             app.add_flag("--no-queues", flags->no_queues,
                          "ignore the cluster description's team queues (compare a run without them)");
             app.add_option("--prices", flags->prices,

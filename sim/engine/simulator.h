@@ -140,6 +140,8 @@ class Simulator {
   const SimConfig& config() const { return config_; }
   // The running attempt was admitted as backfill (counted in backfilled GPU-hours).
   void NoteBackfill(JobId id);
+  // The attempt that just finished ran longer than the policy expected (report: hint overruns).
+  void NoteHintOverrun() { ++hint_overruns_; }
   // The preemption the policy is about to ask for gives GPUs back to another team queue
   // (counted as a reclaim in the report).
   void NoteReclaim(JobId id);
@@ -208,6 +210,7 @@ class Simulator {
   std::map<std::string, int> waiting_by_pool_;  // queued whole-GPU jobs; "" = any pool
   int partial_gangs_ = 0;
   int preemptions_ = 0;
+  int hint_overruns_ = 0;
   double topo_ratio_sum_ = 0;
   int topo_members_ = 0;
   int multi_node_started_ = 0, multi_node_one_rack_ = 0;

@@ -139,6 +139,7 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
   rep.preemptions_per_job = rep.jobs > 0 ? static_cast<double>(preemptions_) / rep.jobs : 0;
   rep.gpu_weighted_queueing_delay_s = weighted_gpus > 0 ? weighted_delay / weighted_gpus : 0;
   rep.preemptions = preemptions_;
+  rep.hint_overruns = hint_overruns_;
   rep.lost_gpu_hours = lost / 3600;
   rep.mean_topology_ratio = topo_members_ ? topo_ratio_sum_ / topo_members_ : 1;
   rep.multi_node_gangs_started = multi_node_started_;

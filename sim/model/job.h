@@ -32,6 +32,9 @@ struct Job {
   std::string mig_profile;
   // Capacity pool (GPU product) the job needs; nullopt = any pool.
   std::optional<std::string> pool;
+  // runPolicy.activeDeadlineSeconds (trace column active_deadline); 0 = none. Only a
+  // duration hint's upper bound here (sim/policy/duration_hints.h): never enforced.
+  double active_deadline = 0;
   int line = 0;  // line in the trace file (for messages)
 
   int TotalGpus() const { return replicas * gpus_per_replica; }

@@ -36,6 +36,11 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
 
   void OnFinished(Simulator& sim, JobId id) override {
     const GangKey key = KeyOf(sim, id);
+    // Ran longer than the engine expected: the reservations it planned re-forecast it.
+    if (auto it = expected_end_.find(key); it != expected_end_.end()) {
+      if (sim.now() > it->second + 0.5) sim.NoteHintOverrun();
+      expected_end_.erase(it);
+    }
     engine_.OnFinished(key);
     engine_.UnbookOutside(key);  // a MIG job
     by_key_.erase(key);
@@ -117,9 +122,11 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
       g.mode = placement::TopologyMode::kPreferred;
     }
     g.submitted = j.submit;
-    // The work left is what a user's duration hint would say (exact here: see
-    // docs/simulator.md on hints); the engine falls back to the tier default without one.
-    if (options_.duration_hints) g.duration_hint_s = sim.run(id).remaining;
+    // What the user says it needs (duration_hints.h: exact, overestimated or none); the
+    // engine falls back to the tier default without one.
+    HintModel hints = options_.hints;
+    if (!options_.duration_hints) hints.mode = HintModel::Mode::kNone;
+    g.duration_hint_s = hints.HintFor(j, sim.run(id).remaining);
     g.checkpoints = j.checkpoint_interval > 0;
     return g;
   }
@@ -134,6 +141,10 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
                                    : sim_->StartJob(id, a.members);
     if (!started.ok()) return std::nullopt;
     if (a.backfill()) sim_->NoteBackfill(id);
+    const double expected = gang.duration_hint_s && *gang.duration_hint_s > 0
+                                ? *gang.duration_hint_s
+                                : engine_.policy().TierOf(gang.priority).default_duration_s;
+    expected_end_[gang.key] = sim_->now() + expected;
     std::vector<PodUid> pods;
     for (const PodUid& p : sim_->run(id).pods)
       if (!p.empty()) pods.push_back(p);
@@ -172,6 +183,7 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
   Simulator* sim_ = nullptr;
   uint64_t seen_epoch_ = ~uint64_t{0};
   std::unordered_map<GangKey, JobId> by_key_;
+  std::unordered_map<GangKey, double> expected_end_;  // running: start + hint (or tier default)
   std::vector<JobId> mig_placed_;  // MIG jobs PlaceMig booked since the last pass
 };
 

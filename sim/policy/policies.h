@@ -18,14 +18,18 @@
 #include "core/scheduling/queues.h"
 #include "core/scheduling/tier_policy.h"
 #include "sim/engine/simulator.h"
+#include "sim/policy/duration_hints.h"
 
 namespace phalanx::sim {
 
 struct PolicyOptions {
   // phalanx: the engine's tiers, backfill switch, restart overhead, search budget.
   scheduling::EnginePolicy engine = scheduling::EnginePolicy::Defaults();
-  // phalanx: each job tells its run time (the trace's duration, or the work left after
-  // a preemption) as a duration hint; false = tier defaults only (docs/simulator.md).
+  // phalanx: the run time each job tells (duration_hints.h): exact (the work left),
+  // noisy (overestimated, --hint-noise) or none (activeDeadlineSeconds, else the tier
+  // default; --no-duration-hints).
+  HintModel hints;
+  // false: as hints.mode = kNone (kept for callers that predate HintModel).
   bool duration_hints = true;
   // phalanx: team queues (the cluster description's `queues:`); empty = none.
   scheduling::QueueConfig queues;

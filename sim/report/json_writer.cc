@@ -37,6 +37,7 @@ std::string RenderJson(const SimulationReport& r, bool include_timing) {
                          {"lostGpuHours", p.lost_gpu_hours},
                          {"idleWhileWaitingGpuHours", p.idle_while_waiting_gpu_hours},
                          {"backfilledGpuHours", p.backfilled_gpu_hours},
+                         {"hintOverruns", p.hint_overruns},
                          {"gpuWeightedQueueingDelaySeconds", p.gpu_weighted_queueing_delay_s},
                          {"meanTopologyRatio", p.mean_topology_ratio},
                          {"multiNodeGangsStarted", p.multi_node_gangs_started},

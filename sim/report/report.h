@@ -123,6 +123,9 @@ struct PolicyReport {
   // waiting gang could not use: too few, wrong shape, or held back for a head).
   double idle_while_waiting_gpu_hours = 0;
   double backfilled_gpu_hours = 0;  // run by jobs admitted as backfill behind a head
+  // Attempts that ran longer than the run time the policy expected for them (its hint or
+  // tier default; phalanx only): each one made a reservation re-forecast.
+  int hint_overruns = 0;
   // Mean queueing delay of completed whole-GPU jobs, each weighted by its GPUs.
   double gpu_weighted_queueing_delay_s = 0;
   // Placement quality of multi-GPU members: mean ring bandwidth / best on that node.

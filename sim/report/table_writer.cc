@@ -57,6 +57,7 @@ std::string RenderTable(const SimulationReport& r) {
   }
   row("GPU-hours idle while work waited", [](const PolicyReport& p) { return fmt::format("{:.0f}", p.idle_while_waiting_gpu_hours); });
   row("backfilled GPU-hours", [](const PolicyReport& p) { return fmt::format("{:.0f}", p.backfilled_gpu_hours); });
+  row("runs past their duration hint", [](const PolicyReport& p) { return fmt::format("{}", p.hint_overruns); });
   row("queueing delay, GPU-weighted mean", [](const PolicyReport& p) { return HumanSeconds(p.gpu_weighted_queueing_delay_s); });
   row("topology quality (ring/best)", [](const PolicyReport& p) { return fmt::format("{:.3f}", p.mean_topology_ratio); });
   row("multi-node gang starts in one rack", [](const PolicyReport& p) {

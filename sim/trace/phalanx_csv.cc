@@ -21,6 +21,7 @@ Result<Workload> ReadPhalanxCsv(const std::string& path, const ReaderOptions& op
   const auto c_milli = t.Column("gpu_milli");
   const auto c_pool = t.Column("pool");
   const auto c_mig = t.Column("mig_profile");
+  const auto c_deadline = t.Column("active_deadline");
   Workload w;
   w.source = path;
   w.format = "phalanx";
@@ -62,6 +63,10 @@ Result<Workload> ReadPhalanxCsv(const std::string& path, const ReaderOptions& op
       j.milli = static_cast<int>(milli);
     }
     if (c_pool && !t.Field(*c_pool).empty()) j.pool = std::string(t.Field(*c_pool));
+    if (c_deadline && !t.Field(*c_deadline).empty()) {
+      PHX_ASSIGN_OR_RETURN(j.active_deadline, t.Double(*c_deadline));
+      if (!(j.active_deadline > 0)) return t.Error(*c_deadline, "must be > 0 seconds (empty = none)");
+    }
     if (c_mig && !t.Field(*c_mig).empty()) {
       j.mig_profile = std::string(t.Field(*c_mig));
       if (!placement::MigComputeSlices(j.mig_profile))

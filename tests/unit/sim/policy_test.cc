@@ -19,9 +19,10 @@ struct Replay {
   PolicyReport report;
 };
 
-Replay Simulate(const std::string& policy, const Workload& w, const ClusterSpec& cluster) {
+Replay Simulate(const std::string& policy, const Workload& w, const ClusterSpec& cluster,
+                const PolicyOptions& options = {}) {
   Replay r;
-  r.policy = *MakePolicy(policy);
+  r.policy = *MakePolicy(policy, options);
   r.workload = std::make_unique<Workload>(w);
   r.sim = std::make_unique<Simulator>(*r.workload, *BuildClusterState(cluster), *r.policy);
   r.report = r.sim->Run();
@@ -143,7 +144,10 @@ TEST(PolicyTest, PhalanxBackfillsOnlyWhatDoesNotDelayAHighTierHead) {
   Workload w = MakeWorkload({MakeJob(0, 1000, 1, 8, kHighPriority), MakeJob(1, 100, 2, 8, kHighPriority),
                              MakeJob(2, 100, 2, 3), MakeJob(3, 5000, 1, 2)});
   const JobId g1 = 1, g2 = 2, g3 = 3;
-  Replay phx = Simulate("phalanx", w, Cluster(2, 8));
+  PolicyOptions heads_at_once;  // the shipped high tier reserves after an hour (issue 25)
+  for (scheduling::TierPolicy& t : heads_at_once.engine.tiers)
+    if (t.name == "high") t.reserve_after_s = 0;
+  Replay phx = Simulate("phalanx", w, Cluster(2, 8), heads_at_once);
   EXPECT_DOUBLE_EQ(phx.sim->run(g2).first_start, 2);
   EXPECT_DOUBLE_EQ(phx.sim->run(g1).first_start, 1000);
   EXPECT_DOUBLE_EQ(phx.sim->run(g3).first_start, 1100);

@@ -25,6 +25,15 @@ std::string NoFit(int gpus, int free, const std::string& wait) {
   return fmt::format("does not fit now ({} GPUs, {} free); expected wait {}", gpus, free, wait);
 }
 
+// The shipped defaults, but high reserves at once (the rules these tests walk past).
+EnginePolicy HighHeadsAtOnce() {
+  EnginePolicy p = EnginePolicy::Defaults();
+  for (TierPolicy& t : p.tiers)
+    if (t.name == "high") t.reserve_after_s = 0;
+  EXPECT_TRUE(p.Validate().ok());
+  return p;
+}
+
 class FitSkipTest : public ::testing::Test {
  protected:
   FitSkipTest() { testing::AddRack(driver_.mutable_state(), "n", 2, "r0"); }  // 16 GPUs
@@ -48,7 +57,7 @@ class FitSkipTest : public ::testing::Test {
   }
 
   FakeDriver driver_;
-  Engine engine_{EnginePolicy::Defaults()};
+  Engine engine_{HighHeadsAtOnce()};
 };
 
 TEST_F(FitSkipTest, SkippedGangsGetTheExpectedWaitOfTheGpusAheadOfThem) {

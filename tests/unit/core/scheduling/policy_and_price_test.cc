@@ -17,7 +17,8 @@ TEST(TierPolicyTest, DefaultsAreTheFourChartTiers) {
   EXPECT_DOUBLE_EQ(p.TierOf(10000).target_wait_s, 0);
   EXPECT_LT(p.TierOf(1000).target_wait_s, 0);  // standard and spot never preempt
   EXPECT_LT(p.TierOf(100).target_wait_s, 0);
-  EXPECT_DOUBLE_EQ(p.TierOf(10000).reserve_after_s, 0);  // the top tiers hold reservations
+  EXPECT_DOUBLE_EQ(p.TierOf(1000000).reserve_after_s, 0);  // critical holds a reservation at once
+  EXPECT_DOUBLE_EQ(p.TierOf(10000).reserve_after_s, 3600);  // high after an hour (issue 25)
   EXPECT_LT(p.TierOf(1000).reserve_after_s, 0);
   EXPECT_TRUE(p.TierOf(100).preemptible_backfill);
 }
