@@ -155,6 +155,7 @@ struct EngineStats {
   uint64_t preemptions_declined = 0;  // victim sets found but not worth their price
   uint64_t plan_calls = 0;
   uint64_t queue_reclaims = 0;      // borrowing gangs evicted to give a queue its nominal quota
+  uint64_t evictions_refused = 0;   // OnEvictionRefused: asked to stop, refused, running on
 };
 
 class Engine {
@@ -179,6 +180,8 @@ class Engine {
   Status Remove(const GangKey& key);
   bool IsWaiting(const GangKey& key) const { return waiting_.contains(key); }
   size_t waiting() const { return waiting_.size(); }
+  // Waiting gangs that wait for their victims to checkpoint and stop.
+  int awaiting_victims() const { return awaiting_gangs_; }
 
   // --- running gangs -------------------------------------------------------------
   // A running gang ended or disappeared (finished, failed, deleted, evicted by someone
@@ -188,6 +191,17 @@ class Engine {
   // a restart, or bound by another path), so forecasts and victim search see it.
   void AdoptRunning(const GangRequest& gang, std::string pool, std::vector<PodUid> pods, double started);
   bool IsRunning(const GangKey& key) const { return running_.contains(key); }
+  // The eviction of a gang the engine asked to stop (EngineDriver::Evict returned > 0) was
+  // refused before any of it stopped (a PodDisruptionBudget's 429 on its first member): it
+  // runs on as before, a candidate victim again, with its expected end as before the
+  // eviction and without the preemption on its record; its preemptor stops waiting for it
+  // and searches again in a later pass. Keys not being evicted are ignored.
+  void OnEvictionRefused(const GangKey& victim);
+  // Whether a running gang was asked to stop and is still running.
+  bool IsEvicting(const GangKey& key) const {
+    auto it = running_.find(key);
+    return it != running_.end() && it->second.evicting;
+  }
 
   // --- usage the engine does not place ---------------------------------------------------
   // Work that holds GPUs the engine neither placed nor may move (the extender: pods on MIG
@@ -275,6 +289,7 @@ class Engine {
     double expected_end = 0;
     bool reclaimable = false;  // admitted as preemptible backfill over a head
     bool evicting = false;     // asked to checkpoint and stop: no longer a candidate
+    double evicted_at = 0;     // ... when (its entry in preempted_at_)
     int team = -1;             // resolved team queue (QueueLedger index; queues on)
     uint64_t borrowing_epoch = 0;  // == borrowing_epoch_: it borrows (QueueLedger::IsBorrowing)
   };

@@ -231,6 +231,37 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
   return std::min(wait, policy_.wait_horizon_s);
 }
 
+void Engine::OnEvictionRefused(const GangKey& victim) {
+  auto it = running_.find(victim);
+  if (it == running_.end() || !it->second.evicting) return;
+  Running& r = it->second;
+  ++stats_.evictions_refused;
+  // Nothing of it stopped: it ends when it was expected to before, and may be chosen again.
+  r.evicting = false;
+  r.expected_end = r.started + ExpectedDuration(r.req);
+  forecast_.Add(victim, r.pool, r.expected_end, r.req.IsShare() ? 1 : r.req.Gpus());
+  // Nor was it preempted: the attempt counts neither against its daily cap nor its minimum run.
+  if (auto times = preempted_at_.find(r.req.job); times != preempted_at_.end()) {
+    auto& t = times->second;
+    if (auto at = std::find(t.begin(), t.end(), r.evicted_at); at != t.end()) t.erase(at);
+    if (t.empty()) preempted_at_.erase(times);
+  }
+  if (awaiting_gangs_ == 0) return;
+  // Its preemptor stops waiting for it: with no victim left to wait for it is tried afresh
+  // (its preemption search included) by the next full pass.
+  for (auto& [key, w] : waiting_) {
+    auto pos = std::find(w->awaiting.begin(), w->awaiting.end(), victim);
+    if (pos == w->awaiting.end()) continue;
+    w->awaiting.erase(pos);
+    NoteAwaiting(*w, true);
+    if (w->awaiting.empty()) {
+      w->reserve_pool.clear();
+      w->awaiting_until = 0;
+      w->why = fmt::format("the eviction of {} was refused (it runs on); looking for other room", victim.str());
+    }
+  }
+}
+
 bool Engine::TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx) {
   const GangRequest& g = w.req;
   const double head_weight = policy_.TierOf(g.priority).weight;
@@ -294,6 +325,7 @@ bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& deci
     }
     // Told to checkpoint and stop: it holds its GPUs until then.
     r->second.evicting = true;
+    r->second.evicted_at = ctx.now;
     r->second.expected_end = ctx.now + *notice;
     forecast_.Add(victim, r->second.pool, ctx.now + *notice, r->second.req.IsShare() ? 1 : r->second.req.Gpus());
     pending.push_back(victim);
