@@ -114,9 +114,10 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
   for (size_t i = 0; i < candidates.size(); ++i) {
     const VictimCandidate& c = candidates[i];
     // The engine's record of a gang it runs; a description of anything else.
-    Running outside;
+    std::optional<Running> described;
     const Running* r = records[i];
     if (r == nullptr) {
+      Running& outside = described.emplace();
       outside.req.key = c.key;
       outside.req.job = c.job.empty() ? c.key.str() : c.job;
       outside.req.pool = c.pool;
@@ -143,7 +144,7 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
     f.key = c.key;
     f.priority = r->req.priority;
     f.gpus = r->req.IsShare() ? 1 : r->req.Gpus();
-    f.pods = c.pods.empty() ? r->pods : c.pods;
+    f.pods = c.pods.empty() && records[i] != nullptr ? std::span<const PodUid>(records[i]->pods) : c.pods;
     f.gpu_seconds_at_risk = driver.GpuSecondsAtRisk(c.key);
     f.notice_s = driver.NoticeSeconds(c.key);
     // Asked only where it matters: the driver reads pod annotations to answer.
@@ -219,7 +220,13 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
   const bool nobody_else_waits = waiting_.empty() || (waiting_.size() == 1 && waiting_.contains(preemptor.key));
   const int free_now =
       FreeGpus(ctx.driver.state(), victim.pool) + (nobody_else_waits ? std::max(0, gpus - preemptor.Gpus()) : 0);
-  const ReleaseForecast::Shadow s = forecast_.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
+  // Its own release does not count (it is evicted). When the pool has room before it would
+  // end anyway, leaving it out changes nothing (the forecast holds a running gang at its
+  // expected_end): that answer is taken without looking its release up.
+  ReleaseForecast::Shadow s = forecast_.When(victim.pool, need, free_now, ctx.now);
+  if (!s.reachable || !(s.start < victim.expected_end)) {
+    s = forecast_.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
+  }
   double wait = s.reachable ? s.start - ctx.now : std::numeric_limits<double>::infinity();
   // The preemptor gives the GPUs back when it ends; the forecast does not know it yet.
   const double back = ctx.now + ExpectedDuration(preemptor);

@@ -84,7 +84,7 @@ struct VictimFacts {
   GangKey key;
   int priority = 0;
   int gpus = 0;                    // its footprint (a GPU share counts as one)
-  std::vector<PodUid> pods;        // that hold its GPUs in the ClusterState
+  std::span<const PodUid> pods;    // that hold its GPUs in the ClusterState (kept by the caller)
   double gpu_seconds_at_risk = 0;  // lost if evicted at once
   double notice_s = 0;             // checkpoints and stops within this on notice; 0 = cannot
   double expected_wait_s = 0;      // to get its footprint back once re-queued in its place

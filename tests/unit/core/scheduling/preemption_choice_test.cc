@@ -1,5 +1,7 @@
 // ChoosePricedPreemption: the one victim choice and price that the engine's own
 // preemption and the extender's preempt verb share (docs/algorithms.md §8.3).
+#include <deque>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -27,11 +29,13 @@ class PricedChoiceTest : public ::testing::Test {
     v.key = GangKey(key);
     v.priority = priority;
     v.gpus = 8 * nodes;
+    std::vector<PodUid>& pods = pods_.emplace_back();
     for (int n = first; n < first + nodes; ++n) {
       PodUid pod(fmt::format("{}-{}", key, n));
       EXPECT_TRUE(state_.Allocate(pod, NodeName(fmt::format("n{}", n)), kAll8, priority).ok());
-      v.pods.push_back(pod);
+      pods.push_back(pod);
     }
+    v.pods = pods;
     v.remaining_s = 10 * 3600;
     v.expected_wait_s = 3600;
     return v;
@@ -47,6 +51,7 @@ class PricedChoiceTest : public ::testing::Test {
   }
 
   placement::ClusterState state_;
+  std::deque<std::vector<PodUid>> pods_;  // what the facts' pods (views) name
   EnginePolicy policy_ = EnginePolicy::Defaults();
 };
 
