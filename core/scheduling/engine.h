@@ -333,10 +333,12 @@ class Engine {
   int LedgerPoolOf(Waiting& w) const;
   // QuotePreemption over candidates whose engine records are known (`records[i]`: the
   // running gang candidates[i] names, or nullptr for one the engine does not run).
+  // `reclaim`: a head or a queue takes back what it lent (PreemptorFacts::reclaim); the
+  // caller chose the candidates, whatever their tier and standing.
   Result<PricedPreemption> Quote(const GangRequest& preemptor, double expected_wait,
                                  std::span<const VictimCandidate> candidates, std::span<const Running* const> records,
                                  double now, EngineDriver& driver, std::optional<std::set<std::string>> domains,
-                                 std::optional<GangKey> own_plan) const;
+                                 std::optional<GangKey> own_plan, bool reclaim = false) const;
   static Milli AmountOf(const GangRequest& g) {
     return g.IsShare() ? g.milli : static_cast<Milli>(g.Gpus()) * kMilliGpu;
   }
@@ -346,15 +348,11 @@ class Engine {
   bool EvictAndStart(Waiting& w, const placement::PreemptionDecision& decision, const std::vector<GangKey>& keys,
                      const std::vector<bool>& graceful, const std::string& reason, const std::string& why,
                      PassContext& ctx);
-  // Immediate eviction loses the victim's work; graceful makes the preemptor wait for the
-  // checkpoint. The cheaper of the two (weighted GPU-seconds), and its price.
-  struct EvictionChoice {
-    bool graceful = false;
-    double risk = 0;         // GPU-seconds lost (immediate)
-    double notice_cost = 0;  // weighted GPU-seconds the preemptor waits (graceful)
-  };
-  EvictionChoice ChooseEviction(const GangKey& victim, double lost_work_weight, const GangRequest& preemptor,
-                                PassContext& ctx) const;
+  // A reclaim's victims among `records` (whole gangs in `pool`), chosen and priced by the
+  // cost rule's choice; nullopt when no set makes room.
+  std::optional<PricedPreemption> ChooseReclaim(const GangRequest& g, const std::string& pool,
+                                                std::span<const Running* const> records, std::vector<GangKey>& keys,
+                                                PassContext& ctx);
   // How long a victim, re-queued, would wait to get its GPUs back.
   double ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const;
   void Forget(const GangKey& key);

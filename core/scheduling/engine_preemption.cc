@@ -105,7 +105,7 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
                                        std::span<const VictimCandidate> candidates,
                                        std::span<const Running* const> records, double now, EngineDriver& driver,
                                        std::optional<std::set<std::string>> domains,
-                                       std::optional<GangKey> own_plan) const {
+                                       std::optional<GangKey> own_plan, bool reclaim) const {
   PassContext ctx{.now = now, .driver = driver};
   std::vector<VictimFacts> facts;
   std::vector<size_t> index;  // facts -> candidates
@@ -129,8 +129,8 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
       outside.expected_end = c.started + ExpectedDuration(outside.req);
       r = &outside;
     }
-    if (r->req.priority >= g.priority) continue;
-    if (!c.leaving) {
+    if (!reclaim && r->req.priority >= g.priority) continue;
+    if (!reclaim && !c.leaving) {
       const PreemptionStanding standing = StandingOf(r->req.job, r->req.priority, r->started, now);
       if (!standing.eligible) {
         ++ineligible;
@@ -158,7 +158,7 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
   }
   PreemptorFacts preemptor{.spec = SpecOf(g, g.pool, driver.state()), .priority = g.priority,
                            .expected_wait_s = expected_wait, .domains = std::move(domains),
-                           .own_plan = std::move(own_plan)};
+                           .own_plan = std::move(own_plan), .reclaim = reclaim};
   PHX_ASSIGN_OR_RETURN(PricedPreemption quote, ChoosePricedPreemption(policy_, driver.state(), preemptor, facts));
   quote.ineligible = ineligible;
   quote.next_eligible = next_eligible;
@@ -269,45 +269,42 @@ void Engine::OnEvictionRefused(const GangKey& victim) {
   }
 }
 
+std::optional<PricedPreemption> Engine::ChooseReclaim(const GangRequest& g, const std::string& pool,
+                                                     std::span<const Running* const> records,
+                                                     std::vector<GangKey>& keys, PassContext& ctx) {
+  // The cost rule's choice (ChoosePricedPreemption), as for any preemption: the cheapest
+  // set close to the need, per victim the cheaper of losing its work and waiting for its
+  // checkpoint, idle victims first where their tier says so.
+  std::vector<VictimCandidate> candidates;
+  candidates.reserve(records.size());
+  keys.clear();
+  for (const Running* r : records) {
+    candidates.push_back(VictimCandidate{.key = r->req.key});
+    keys.push_back(r->req.key);
+  }
+  GangRequest in_pool = g;
+  in_pool.pool = pool;
+  auto quote = Quote(in_pool, policy_.wait_horizon_s, candidates, records, ctx.now, ctx.driver, std::nullopt,
+                     std::nullopt, /*reclaim=*/true);
+  if (!quote.ok() || !quote->pays() || !quote->decision || quote->decision->victims.empty()) return std::nullopt;
+  return std::move(*quote);
+}
+
 bool Engine::TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx) {
   const GangRequest& g = w.req;
-  const double head_weight = policy_.TierOf(g.priority).weight;
-  std::vector<placement::VictimGang> candidates;
-  std::vector<GangKey> keys;
-  std::vector<bool> graceful;
+  std::vector<const Running*> records;
   for (const auto& [key, r] : running_) {
     if (!r.reclaimable || r.evicting || r.req.priority >= g.priority || r.pool != pool) continue;
     if (!QueueAllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
-    const EvictionChoice how = ChooseEviction(key, head_weight, g, ctx);
-    placement::VictimGang v;
-    v.key = key;
-    v.priority = r.req.priority;
-    v.gpu_seconds_at_risk = how.graceful ? 0 : how.risk;
-    v.cost = how.graceful ? how.notice_cost : head_weight * how.risk;
-    v.pods = r.pods;
-    candidates.push_back(std::move(v));
-    keys.push_back(key);
-    graceful.push_back(how.graceful);
+    records.push_back(&r);
   }
-  if (candidates.empty()) return false;
-  placement::PreemptionRequest req{.preemptor = SpecOf(g, pool, ctx.driver.state()), .priority = g.priority, .candidates = candidates};
-  req.rank = placement::VictimRank::kCost;
-  auto result = placement::ChoosePreemption(ctx.driver.state(), req);
-  if (!result.ok() || !result->helps() || result->decision->victims.empty()) return false;
+  if (records.empty()) return false;
+  std::vector<GangKey> keys;
+  std::optional<PricedPreemption> quote = ChooseReclaim(g, pool, records, keys, ctx);
+  if (!quote) return false;
   ++stats_.reclaims;
-  return EvictAndStart(w, *result->decision, keys, graceful, "reclaimed by the head of its pool",
+  return EvictAndStart(w, *quote->decision, keys, quote->graceful, "reclaimed by the head of its pool",
                        "reclaimed preemptible backfill", ctx);
-}
-
-Engine::EvictionChoice Engine::ChooseEviction(const GangKey& victim, double lost_work_weight,
-                                              const GangRequest& preemptor, PassContext& ctx) const {
-  EvictionChoice c;
-  c.risk = ctx.driver.GpuSecondsAtRisk(victim);
-  const double notice = ctx.driver.NoticeSeconds(victim);
-  if (notice <= 0) return c;
-  c.notice_cost = policy_.TierOf(preemptor.priority).weight * preemptor.Gpus() * notice;
-  c.graceful = c.notice_cost < lost_work_weight * c.risk;
-  return c;
 }
 
 bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& decision, const std::vector<GangKey>& keys,

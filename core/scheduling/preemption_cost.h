@@ -102,6 +102,13 @@ struct PreemptorFacts {
   // offered); nullopt = anywhere.
   std::optional<std::set<std::string>> domains;
   std::optional<GangKey> own_plan;  // its own reservation counts as free
+  // A reclaim: a pool's head taking back the preemptible backfill it let in, or a queue
+  // taking back the quota it lent. Its victims are chosen and priced as above (one rule
+  // everywhere), but the preemptor's tier target and the price do not gate it (what it
+  // takes back was lent on that condition), and candidates of any priority may be chosen
+  // (the caller decided who may be). A set that makes room is kPays; `price` says what it
+  // cost.
+  bool reclaim = false;
   int Gpus() const { return spec.members * spec.gpus_per_member; }
 };
 
