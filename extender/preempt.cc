@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <mutex>
 #include <set>
+#include <shared_mutex>
 
 #include <fmt/format.h>
 
@@ -247,8 +249,15 @@ void Extender::Event(const PodInfo& pod, std::string_view type, std::string_view
 void Extender::OnEvictionReport(const EvictionReport& report) {
   stats_.evictions += report.done.size();
   stats_.write_errors += static_cast<uint64_t>(report.write_errors);
-  if (!events_) return;
   using Outcome = EvictionReport::Outcome;
+  if (report.outcome == Outcome::kRefused) {
+    // Nothing of the gang stopped: the engine counts it running (and a candidate) again,
+    // and its preemptor looks again (a set the verb chose is unknown there: ignored).
+    std::lock_guard admission(admission_mu_);
+    std::shared_lock lock(mu_);
+    engine_.OnEvictionRefused(GangKey(report.job.group));
+  }
+  if (!events_) return;
   const bool ok = report.outcome == Outcome::kEvicted;
   const char* reason = report.outcome == Outcome::kEvicted  ? "Preempted"
                        : report.outcome == Outcome::kRefused ? "PreemptionRefused"

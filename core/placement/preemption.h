@@ -58,8 +58,9 @@ struct VictimGang {
   // VictimRank::kCost: a set containing a higher class loses to any set without one.
   int rank_class = 0;
   // Every pod of the gang that holds GPUs (ClusterState allocations). Pods unknown to
-  // the state are ignored.
-  std::vector<PodUid> pods;
+  // the state are ignored. A view the caller keeps valid for the call: the engine prices
+  // every running lower-tier gang per search, and copying their pods was an allocation each.
+  std::span<const PodUid> pods;
 };
 
 struct PreemptionLimits {

@@ -458,9 +458,10 @@ void Engine::TryGang(Waiting& w, PassContext& ctx) {
     await_victims();
     return;
   }
-  NoteAwaiting(w, !w.awaiting.empty());
+  // Waited long enough: it stops waiting for the rest (and may choose other victims).
+  const bool still_awaiting = !w.awaiting.empty();
   w.awaiting.clear();
-  SyncAwaiting(w);
+  NoteAwaiting(w, still_awaiting);
   // Within its queue's nominal quota: take back GPUs its queue lent out.
   if (tried && quota == QueueLedger::Fit::kWithinNominal) {
     if (TryQueueReclaim(w, ctx)) return;

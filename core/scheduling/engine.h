@@ -156,6 +156,7 @@ struct EngineStats {
   uint64_t plan_calls = 0;
   uint64_t queue_reclaims = 0;      // borrowing gangs evicted to give a queue its nominal quota
   uint64_t overruns = 0;            // running gangs found past their expected end (re-forecast)
+  uint64_t evictions_refused = 0;   // OnEvictionRefused: asked to stop, refused, running on
 };
 
 class Engine {
@@ -180,6 +181,8 @@ class Engine {
   Status Remove(const GangKey& key);
   bool IsWaiting(const GangKey& key) const { return waiting_.contains(key); }
   size_t waiting() const { return waiting_.size(); }
+  // Waiting gangs that wait for their victims to checkpoint and stop.
+  int awaiting_victims() const { return awaiting_gangs_; }
 
   // --- running gangs -------------------------------------------------------------
   // A running gang ended or disappeared (finished, failed, deleted, evicted by someone
@@ -189,6 +192,17 @@ class Engine {
   // a restart, or bound by another path), so forecasts and victim search see it.
   void AdoptRunning(const GangRequest& gang, std::string pool, std::vector<PodUid> pods, double started);
   bool IsRunning(const GangKey& key) const { return running_.contains(key); }
+  // The eviction of a gang the engine asked to stop (EngineDriver::Evict returned > 0) was
+  // refused before any of it stopped (a PodDisruptionBudget's 429 on its first member): it
+  // runs on as before, a candidate victim again, with its expected end as before the
+  // eviction and without the preemption on its record; its preemptor stops waiting for it
+  // and searches again in a later pass. Keys not being evicted are ignored.
+  void OnEvictionRefused(const GangKey& victim);
+  // Whether a running gang was asked to stop and is still running.
+  bool IsEvicting(const GangKey& key) const {
+    auto it = running_.find(key);
+    return it != running_.end() && it->second.evicting;
+  }
 
   // --- usage the engine does not place ---------------------------------------------------
   // Work that holds GPUs the engine neither placed nor may move (the extender: pods on MIG
@@ -276,6 +290,7 @@ class Engine {
     double expected_end = 0;
     bool reclaimable = false;  // admitted as preemptible backfill over a head
     bool evicting = false;     // asked to checkpoint and stop: no longer a candidate
+    double evicted_at = 0;     // ... when (its entry in preempted_at_)
     int team = -1;             // resolved team queue (QueueLedger index; queues on)
     uint64_t borrowing_epoch = 0;  // == borrowing_epoch_: it borrows (QueueLedger::IsBorrowing)
   };
@@ -322,10 +337,12 @@ class Engine {
   int LedgerPoolOf(Waiting& w) const;
   // QuotePreemption over candidates whose engine records are known (`records[i]`: the
   // running gang candidates[i] names, or nullptr for one the engine does not run).
+  // `reclaim`: a head or a queue takes back what it lent (PreemptorFacts::reclaim); the
+  // caller chose the candidates, whatever their tier and standing.
   Result<PricedPreemption> Quote(const GangRequest& preemptor, double expected_wait,
                                  std::span<const VictimCandidate> candidates, std::span<const Running* const> records,
                                  double now, EngineDriver& driver, std::optional<std::set<std::string>> domains,
-                                 std::optional<GangKey> own_plan) const;
+                                 std::optional<GangKey> own_plan, bool reclaim = false) const;
   static Milli AmountOf(const GangRequest& g) {
     return g.IsShare() ? g.milli : static_cast<Milli>(g.Gpus()) * kMilliGpu;
   }
@@ -335,15 +352,11 @@ class Engine {
   bool EvictAndStart(Waiting& w, const placement::PreemptionDecision& decision, const std::vector<GangKey>& keys,
                      const std::vector<bool>& graceful, const std::string& reason, const std::string& why,
                      PassContext& ctx);
-  // Immediate eviction loses the victim's work; graceful makes the preemptor wait for the
-  // checkpoint. The cheaper of the two (weighted GPU-seconds), and its price.
-  struct EvictionChoice {
-    bool graceful = false;
-    double risk = 0;         // GPU-seconds lost (immediate)
-    double notice_cost = 0;  // weighted GPU-seconds the preemptor waits (graceful)
-  };
-  EvictionChoice ChooseEviction(const GangKey& victim, double lost_work_weight, const GangRequest& preemptor,
-                                PassContext& ctx) const;
+  // A reclaim's victims among `records` (whole gangs in `pool`), chosen and priced by the
+  // cost rule's choice; nullopt when no set makes room.
+  std::optional<PricedPreemption> ChooseReclaim(const GangRequest& g, const std::string& pool,
+                                                std::span<const Running* const> records, std::vector<GangKey>& keys,
+                                                PassContext& ctx);
   // How long a victim, re-queued, would wait to get its GPUs back.
   double ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const;
   void Forget(const GangKey& key);

@@ -105,7 +105,7 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
                                        std::span<const VictimCandidate> candidates,
                                        std::span<const Running* const> records, double now, EngineDriver& driver,
                                        std::optional<std::set<std::string>> domains,
-                                       std::optional<GangKey> own_plan) const {
+                                       std::optional<GangKey> own_plan, bool reclaim) const {
   PassContext ctx{.now = now, .driver = driver};
   std::vector<VictimFacts> facts;
   std::vector<size_t> index;  // facts -> candidates
@@ -114,9 +114,10 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
   for (size_t i = 0; i < candidates.size(); ++i) {
     const VictimCandidate& c = candidates[i];
     // The engine's record of a gang it runs; a description of anything else.
-    Running outside;
+    std::optional<Running> described;
     const Running* r = records[i];
     if (r == nullptr) {
+      Running& outside = described.emplace();
       outside.req.key = c.key;
       outside.req.job = c.job.empty() ? c.key.str() : c.job;
       outside.req.pool = c.pool;
@@ -128,8 +129,8 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
       outside.expected_end = c.started + ExpectedDuration(outside.req);
       r = &outside;
     }
-    if (r->req.priority >= g.priority) continue;
-    if (!c.leaving) {
+    if (!reclaim && r->req.priority >= g.priority) continue;
+    if (!reclaim && !c.leaving) {
       const PreemptionStanding standing = StandingOf(r->req.job, r->req.priority, r->started, now);
       if (!standing.eligible) {
         ++ineligible;
@@ -143,7 +144,7 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
     f.key = c.key;
     f.priority = r->req.priority;
     f.gpus = r->req.IsShare() ? 1 : r->req.Gpus();
-    f.pods = c.pods.empty() ? r->pods : c.pods;
+    f.pods = c.pods.empty() && records[i] != nullptr ? std::span<const PodUid>(records[i]->pods) : c.pods;
     f.gpu_seconds_at_risk = driver.GpuSecondsAtRisk(c.key);
     f.notice_s = driver.NoticeSeconds(c.key);
     // Asked only where it matters: the driver reads pod annotations to answer.
@@ -157,7 +158,7 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
   }
   PreemptorFacts preemptor{.spec = SpecOf(g, g.pool, driver.state()), .priority = g.priority,
                            .expected_wait_s = expected_wait, .domains = std::move(domains),
-                           .own_plan = std::move(own_plan)};
+                           .own_plan = std::move(own_plan), .reclaim = reclaim};
   PHX_ASSIGN_OR_RETURN(PricedPreemption quote, ChoosePricedPreemption(policy_, driver.state(), preemptor, facts));
   quote.ineligible = ineligible;
   quote.next_eligible = next_eligible;
@@ -219,7 +220,13 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
   const bool nobody_else_waits = waiting_.empty() || (waiting_.size() == 1 && waiting_.contains(preemptor.key));
   const int free_now =
       FreeGpus(ctx.driver.state(), victim.pool) + (nobody_else_waits ? std::max(0, gpus - preemptor.Gpus()) : 0);
-  const ReleaseForecast::Shadow s = forecast_.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
+  // Its own release does not count (it is evicted). When the pool has room before it would
+  // end anyway, leaving it out changes nothing (the forecast holds a running gang at its
+  // expected_end): that answer is taken without looking its release up.
+  ReleaseForecast::Shadow s = forecast_.When(victim.pool, need, free_now, ctx.now);
+  if (!s.reachable || !(s.start < victim.expected_end)) {
+    s = forecast_.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
+  }
   double wait = s.reachable ? s.start - ctx.now : std::numeric_limits<double>::infinity();
   // The preemptor gives the GPUs back when it ends; the forecast does not know it yet.
   const double back = ctx.now + ExpectedDuration(preemptor);
@@ -231,45 +238,73 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
   return std::min(wait, policy_.wait_horizon_s);
 }
 
+void Engine::OnEvictionRefused(const GangKey& victim) {
+  auto it = running_.find(victim);
+  if (it == running_.end() || !it->second.evicting) return;
+  Running& r = it->second;
+  ++stats_.evictions_refused;
+  // Nothing of it stopped: it ends when it was expected to before, and may be chosen again.
+  r.evicting = false;
+  r.expected_end = r.started + ExpectedDuration(r.req);
+  forecast_.Add(victim, r.pool, r.expected_end, r.req.IsShare() ? 1 : r.req.Gpus());
+  // Nor was it preempted: the attempt counts neither against its daily cap nor its minimum run.
+  if (auto times = preempted_at_.find(r.req.job); times != preempted_at_.end()) {
+    auto& t = times->second;
+    if (auto at = std::find(t.begin(), t.end(), r.evicted_at); at != t.end()) t.erase(at);
+    if (t.empty()) preempted_at_.erase(times);
+  }
+  if (awaiting_gangs_ == 0) return;
+  // Its preemptor stops waiting for it: with no victim left to wait for it is tried afresh
+  // (its preemption search included) by the next full pass.
+  for (auto& [key, w] : waiting_) {
+    auto pos = std::find(w->awaiting.begin(), w->awaiting.end(), victim);
+    if (pos == w->awaiting.end()) continue;
+    w->awaiting.erase(pos);
+    NoteAwaiting(*w, true);
+    if (w->awaiting.empty()) {
+      w->reserve_pool.clear();
+      w->awaiting_until = 0;
+      w->why = fmt::format("the eviction of {} was refused (it runs on); looking for other room", victim.str());
+    }
+  }
+}
+
+std::optional<PricedPreemption> Engine::ChooseReclaim(const GangRequest& g, const std::string& pool,
+                                                     std::span<const Running* const> records,
+                                                     std::vector<GangKey>& keys, PassContext& ctx) {
+  // The cost rule's choice (ChoosePricedPreemption), as for any preemption: the cheapest
+  // set close to the need, per victim the cheaper of losing its work and waiting for its
+  // checkpoint, idle victims first where their tier says so.
+  std::vector<VictimCandidate> candidates;
+  candidates.reserve(records.size());
+  keys.clear();
+  for (const Running* r : records) {
+    candidates.push_back(VictimCandidate{.key = r->req.key});
+    keys.push_back(r->req.key);
+  }
+  GangRequest in_pool = g;
+  in_pool.pool = pool;
+  auto quote = Quote(in_pool, policy_.wait_horizon_s, candidates, records, ctx.now, ctx.driver, std::nullopt,
+                     std::nullopt, /*reclaim=*/true);
+  if (!quote.ok() || !quote->pays() || !quote->decision || quote->decision->victims.empty()) return std::nullopt;
+  return std::move(*quote);
+}
+
 bool Engine::TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx) {
   const GangRequest& g = w.req;
-  const double head_weight = policy_.TierOf(g.priority).weight;
-  std::vector<placement::VictimGang> candidates;
-  std::vector<GangKey> keys;
-  std::vector<bool> graceful;
+  std::vector<const Running*> records;
   for (const auto& [key, r] : running_) {
     if (!r.reclaimable || r.evicting || r.req.priority >= g.priority || r.pool != pool) continue;
     if (!QueueAllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
-    const EvictionChoice how = ChooseEviction(key, head_weight, g, ctx);
-    placement::VictimGang v;
-    v.key = key;
-    v.priority = r.req.priority;
-    v.gpu_seconds_at_risk = how.graceful ? 0 : how.risk;
-    v.cost = how.graceful ? how.notice_cost : head_weight * how.risk;
-    v.pods = r.pods;
-    candidates.push_back(std::move(v));
-    keys.push_back(key);
-    graceful.push_back(how.graceful);
+    records.push_back(&r);
   }
-  if (candidates.empty()) return false;
-  placement::PreemptionRequest req{.preemptor = SpecOf(g, pool, ctx.driver.state()), .priority = g.priority, .candidates = candidates};
-  req.rank = placement::VictimRank::kCost;
-  auto result = placement::ChoosePreemption(ctx.driver.state(), req);
-  if (!result.ok() || !result->helps() || result->decision->victims.empty()) return false;
+  if (records.empty()) return false;
+  std::vector<GangKey> keys;
+  std::optional<PricedPreemption> quote = ChooseReclaim(g, pool, records, keys, ctx);
+  if (!quote) return false;
   ++stats_.reclaims;
-  return EvictAndStart(w, *result->decision, keys, graceful, "reclaimed by the head of its pool",
+  return EvictAndStart(w, *quote->decision, keys, quote->graceful, "reclaimed by the head of its pool",
                        "reclaimed preemptible backfill", ctx);
-}
-
-Engine::EvictionChoice Engine::ChooseEviction(const GangKey& victim, double lost_work_weight,
-                                              const GangRequest& preemptor, PassContext& ctx) const {
-  EvictionChoice c;
-  c.risk = ctx.driver.GpuSecondsAtRisk(victim);
-  const double notice = ctx.driver.NoticeSeconds(victim);
-  if (notice <= 0) return c;
-  c.notice_cost = policy_.TierOf(preemptor.priority).weight * preemptor.Gpus() * notice;
-  c.graceful = c.notice_cost < lost_work_weight * c.risk;
-  return c;
 }
 
 bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& decision, const std::vector<GangKey>& keys,
@@ -294,6 +329,7 @@ bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& deci
     }
     // Told to checkpoint and stop: it holds its GPUs until then.
     r->second.evicting = true;
+    r->second.evicted_at = ctx.now;
     r->second.expected_end = ctx.now + *notice;
     forecast_.Add(victim, r->second.pool, ctx.now + *notice, r->second.req.IsShare() ? 1 : r->second.req.Gpus());
     pending.push_back(victim);

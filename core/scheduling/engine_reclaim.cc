@@ -2,7 +2,6 @@
 // verdict before a gang is placed, reclaim of lent GPUs, and which victims tier
 // preemption may take across queues. Only reached when queues are configured.
 #include <algorithm>
-#include <climits>
 #include <queue>
 
 #include <fmt/format.h>
@@ -242,7 +241,6 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
     for (const PoolQuota& q : spec->quotas)
       if (ledger_.WithinNominal(spec->name, q.pool, AmountOf(g))) pools.push_back(q.pool);
   }
-  const double weight = policy_.TierOf(g.priority).weight;
   const double patience = ledger_.config().reclaim_after_s;
   const double waited = ctx.now - w.since;
   for (const std::string& pool : pools) {
@@ -261,35 +259,17 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
     // Each search scores every borrowing gang of the pool: as many per pass as cost-rule
     // preemption searches; the rest wait for the next pass.
     if (ctx.reclaim_searches[pool] >= policy_.preemption_searches_per_pass) continue;
-    std::vector<placement::VictimGang> candidates;
-    std::vector<GangKey> keys;
-    std::vector<bool> graceful;
+    std::vector<const Running*> records;
     for (const Running* r : ReclaimRecords(w.team, ledger_.PoolIndex(pool))) {
-      if (r->evicting || r->pool != pool) continue;
-      const GangKey& key = r->req.key;
-      // The cost rules rank the victims and choose graceful notice where it is cheaper;
-      // a reclaim does not have to pay for itself: the quota is the queue's.
-      const EvictionChoice how = ChooseEviction(key, std::max(weight, policy_.TierOf(r->req.priority).weight), g, ctx);
-      placement::VictimGang v;
-      v.key = key;
-      v.priority = r->req.priority;
-      v.gpu_seconds_at_risk = how.graceful ? 0 : how.risk;
-      // Lost work or the preemptor's wait, plus the victim's restart (its footprint:
-      // smaller victims first).
-      v.cost = (how.graceful ? how.notice_cost : weight * how.risk) +
-               policy_.TierOf(v.priority).weight * (r->req.IsShare() ? 1 : r->req.Gpus()) * policy_.restart_overhead_s;
-      v.pods = r->pods;
-      candidates.push_back(std::move(v));
-      keys.push_back(key);
-      graceful.push_back(how.graceful);
+      if (!r->evicting && r->pool == pool) records.push_back(r);
     }
-    if (candidates.empty()) continue;
+    if (records.empty()) continue;
     ++ctx.reclaim_searches[pool];
-    // Quota outranks tier: any borrowing gang may be taken back (priority above all).
-    placement::PreemptionRequest req{.preemptor = SpecOf(g, pool, state), .priority = INT_MAX, .candidates = candidates};
-    req.rank = placement::VictimRank::kCost;
-    auto result = placement::ChoosePreemption(state, req);
-    if (!result.ok() || !result->helps() || result->decision->victims.empty()) {
+    // Quota outranks tier: any borrowing gang may be taken back, chosen and priced by the
+    // cost rule's choice; a reclaim does not have to pay for itself (the quota is the queue's).
+    std::vector<GangKey> keys;
+    std::optional<PricedPreemption> result = ChooseReclaim(g, pool, records, keys, ctx);
+    if (!result) {
       auto [it, inserted] = ctx.reclaim_failed.emplace(memo, g.Gpus());
       if (!inserted) it->second = std::min(it->second, g.Gpus());
       continue;
@@ -298,7 +278,7 @@ bool Engine::TryQueueReclaim(Waiting& w, PassContext& ctx) {
     const std::string& team = ledger_.QueueName(w.team);
     const std::string why = fmt::format("queue {} reclaims its nominal quota of {} ({} GPUs lent out)", team, pool,
                                         static_cast<double>(ledger_.UsageOf(team, pool).lent) / kMilliGpu);
-    return EvictAndStart(w, *result->decision, keys, graceful,
+    return EvictAndStart(w, *result->decision, keys, result->graceful,
                          fmt::format("{} for {}: {}", kQueueReclaimReason, g.key.str(), why), why, ctx);
   }
   return false;

@@ -1,6 +1,7 @@
 #include "core/scheduling/preemption_cost.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <ctime>
 
@@ -84,12 +85,13 @@ Result<PricedPreemption> ChoosePricedPreemption(const EnginePolicy& policy, cons
   using Outcome = PricedPreemption::Outcome;
   PricedPreemption out;
   const TierPolicy& tier = policy.TierOf(preemptor.priority);
-  if (tier.target_wait_s < 0) {
+  // Neither its tier's target nor the price gates a reclaim (below: kPays once a set helps).
+  if (!preemptor.reclaim && tier.target_wait_s < 0) {
     out.outcome = Outcome::kTierNeverPreempts;
     out.why = fmt::format("the {} tier never preempts (targetWaitSeconds < 0)", tier.name);
     return out;
   }
-  if (preemptor.expected_wait_s <= tier.target_wait_s) {
+  if (!preemptor.reclaim && preemptor.expected_wait_s <= tier.target_wait_s) {
     out.outcome = Outcome::kWithinTarget;
     out.why = fmt::format("its expected wait ({}) is within the {} tier's target ({}): it queues",
                           Words(preemptor.expected_wait_s), tier.name, Words(tier.target_wait_s));
@@ -140,7 +142,9 @@ Result<PricedPreemption> ChoosePricedPreemption(const EnginePolicy& policy, cons
     gangs.push_back(std::move(g));
     prices.push_back(price);
   }
-  placement::PreemptionRequest req{.preemptor = preemptor.spec, .priority = preemptor.priority, .candidates = gangs};
+  placement::PreemptionRequest req{.preemptor = preemptor.spec,
+                                   .priority = preemptor.reclaim ? INT_MAX : preemptor.priority,
+                                   .candidates = gangs};
   req.rank = placement::VictimRank::kCost;
   req.own_plan = preemptor.own_plan;
   req.domains = preemptor.domains;
@@ -167,8 +171,8 @@ Result<PricedPreemption> ChoosePricedPreemption(const EnginePolicy& policy, cons
   const double avoided = std::clamp(victims_remaining, 0.0, preemptor.expected_wait_s);
   out.price = PricePreemption(need, tier.weight, avoided, chosen, policy.restart_overhead_s);
   out.decision = std::move(result.decision);
-  out.outcome = out.price.pays() ? Outcome::kPays : Outcome::kDeclined;
-  out.why = out.price.pays()
+  out.outcome = out.price.pays() || preemptor.reclaim ? Outcome::kPays : Outcome::kDeclined;
+  out.why = out.outcome == Outcome::kPays
                 ? out.price.Describe()
                 : fmt::format("preemption of {} gang(s) declined: {}", chosen.size(), out.price.Describe());
   return out;

@@ -84,7 +84,7 @@ struct VictimFacts {
   GangKey key;
   int priority = 0;
   int gpus = 0;                    // its footprint (a GPU share counts as one)
-  std::vector<PodUid> pods;        // that hold its GPUs in the ClusterState
+  std::span<const PodUid> pods;    // that hold its GPUs in the ClusterState (kept by the caller)
   double gpu_seconds_at_risk = 0;  // lost if evicted at once
   double notice_s = 0;             // checkpoints and stops within this on notice; 0 = cannot
   double expected_wait_s = 0;      // to get its footprint back once re-queued in its place
@@ -102,6 +102,13 @@ struct PreemptorFacts {
   // offered); nullopt = anywhere.
   std::optional<std::set<std::string>> domains;
   std::optional<GangKey> own_plan;  // its own reservation counts as free
+  // A reclaim: a pool's head taking back the preemptible backfill it let in, or a queue
+  // taking back the quota it lent. Its victims are chosen and priced as above (one rule
+  // everywhere), but the preemptor's tier target and the price do not gate it (what it
+  // takes back was lent on that condition), and candidates of any priority may be chosen
+  // (the caller decided who may be). A set that makes room is kPays; `price` says what it
+  // cost.
+  bool reclaim = false;
   int Gpus() const { return spec.members * spec.gpus_per_member; }
 };
 

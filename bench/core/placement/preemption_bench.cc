@@ -1,4 +1,5 @@
 // Preemption choice on 5,000 fully used nodes (bound documented in preemption.h).
+#include <deque>
 #include <random>
 
 #include <benchmark/benchmark.h>
@@ -13,10 +14,11 @@ namespace {
 struct Busy {
   ClusterState cluster;
   std::vector<VictimGang> victims;
+  std::deque<std::vector<PodUid>> pods;  // what the victims' pods (views) name
 };
 
 Busy MakeBusy(int nodes) {
-  Busy b{bench::MakeCluster(nodes, /*free_share=*/1.0), {}};
+  Busy b{bench::MakeCluster(nodes, /*free_share=*/1.0), {}, {}};
   std::mt19937 rng(11);
   const int tiers[] = {100, 1000, 10000};
   for (int first = 0; first < nodes; first += 8) {
@@ -24,11 +26,13 @@ Busy MakeBusy(int nodes) {
     v.key = GangKey(bench::Numbered("ml/victim-", first / 8));
     v.priority = tiers[rng() % 3];
     v.gpu_seconds_at_risk = static_cast<double>(rng() % 100000);
+    std::vector<PodUid>& pods = b.pods.emplace_back();
     for (int i = first; i < std::min(first + 8, nodes); ++i) {
       PodUid pod(bench::Numbered("victim-pod-", i));
       if (!b.cluster.Allocate(pod, NodeName(bench::Numbered("node-", i)), AllGpus(8), v.priority).ok()) std::abort();
-      v.pods.push_back(pod);
+      pods.push_back(pod);
     }
+    v.pods = pods;
     b.victims.push_back(std::move(v));
   }
   return b;

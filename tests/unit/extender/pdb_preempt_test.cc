@@ -264,5 +264,44 @@ TEST_F(EvictorFixture, MembersHandedToTheSchedulerCountAsGone) {
   EXPECT_EQ(writer.rec.CallsOf("delete").size(), 3u);
 }
 
+// The engine's own preemption (admission) meets a budget the ledger did not know: the
+// evictor's first eviction is refused, nothing of the victim stops. The engine must count
+// the victim running and preemptible again, and its preemptor must look again, not wait
+// for a gang that is not leaving (issue 25).
+TEST(EngineEvictionRefusedTest, TheVictimIsACandidateAgainAndThePreemptorLooksAgain) {
+  phalanx::testing::FakeClock clock;
+  RefusingWriter writer;
+  StaticLeadership leadership(true);
+  Extender ext(DefaultConfig(), clock, writer, leadership);
+  ASSERT_TRUE(ext.OnNode(DgxNode("n0")).ok());
+  for (int i = 0; i < 2; ++i) {  // a spot gang fills the node
+    PodInfo p = GangPod("low", i, 4, 2, 100);
+    p.gated = false;
+    p.node_name = "n0";
+    p.phase = PodPhase::kRunning;
+    ext.OnPod(p);
+  }
+  ext.Tick();  // adopted by the engine as running
+  writer.refuse["default/low-0"] = -1;
+  for (int i = 0; i < 2; ++i) ext.OnPod(GangPod("hi", i, 4, 2, 10000));
+  clock.Advance(std::chrono::seconds(2));
+  ext.Tick();  // the high gang preempts the spot gang; the evictor is refused
+  ext.DrainForTest();
+  ASSERT_EQ(writer.rec.CallsOf("evict").size(), 0u);
+  EXPECT_EQ(ext.stats().evictions, 0u);
+  // Well within the preemptor's wait for an eviction (30 s + 60 s): it looks again and
+  // finds the same gang (a candidate again, its refused preemption not on its record).
+  clock.Advance(std::chrono::seconds(2));
+  ext.Tick();
+  ext.DrainForTest();
+  EXPECT_EQ(ext.stats().preempt_accepted, 2u) << "the refused victim must be chosen again";
+  writer.refuse.clear();  // the budget allows it now
+  clock.Advance(std::chrono::seconds(2));
+  ext.Tick();
+  ext.DrainForTest();
+  EXPECT_EQ(ext.stats().preempt_accepted, 3u);
+  EXPECT_EQ(writer.rec.CallsOf("evict").size(), 2u) << "both members evicted at last";
+}
+
 }  // namespace
 }  // namespace phalanx::extender::testing

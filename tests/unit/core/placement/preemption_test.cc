@@ -3,6 +3,9 @@
 #include <random>
 
 #include <gmock/gmock.h>
+#include <deque>
+#include <span>
+
 #include <gtest/gtest.h>
 
 #include "tests/unit/core/placement/placement_builders.h"
@@ -18,6 +21,12 @@ constexpr int kSpot = 100;
 constexpr int kStandard = 1000;
 constexpr int kHigh = 10000;
 
+// VictimGang::pods is a view: the pods it names live here for the whole test binary.
+std::span<const PodUid> Keep(std::vector<PodUid> pods) {
+  static std::deque<std::vector<PodUid>> kept;
+  return kept.emplace_back(std::move(pods));
+}
+
 // Allocates every GPU of each listed node to one pod of the victim gang.
 VictimGang Victim(ClusterState& s, std::string key, int priority, double risk, std::vector<std::string> nodes,
                   double notice = 0) {
@@ -26,11 +35,13 @@ VictimGang Victim(ClusterState& s, std::string key, int priority, double risk, s
   v.priority = priority;
   v.gpu_seconds_at_risk = risk;
   v.notice_seconds_needed = notice;
+  std::vector<PodUid> pods;
   for (size_t i = 0; i < nodes.size(); ++i) {
     PodUid pod(key + "-" + std::to_string(i));
     EXPECT_TRUE(s.Allocate(pod, NodeName(nodes[i]), AllGpus(8), priority).ok());
-    v.pods.push_back(pod);
+    pods.push_back(pod);
   }
+  v.pods = Keep(std::move(pods));
   return v;
 }
 
@@ -125,7 +136,7 @@ TEST(PreemptionTest, DropsVictimsThatTurnOutUnnecessary) {
   half.key = GangKey("ml/half");
   half.priority = kSpot;
   half.gpu_seconds_at_risk = 1;
-  half.pods.push_back(PodUid("half-0"));
+  half.pods = Keep({PodUid("half-0")});
   ASSERT_TRUE(s.Allocate(PodUid("half-0"), NodeName("n0"), Mask({0, 1, 2, 3}), kSpot).ok());
   ASSERT_TRUE(s.Allocate(PodUid("keeper"), NodeName("n0"), Mask({4, 5, 6, 7}), kHigh).ok());
   std::vector<VictimGang> v{half};
@@ -187,7 +198,7 @@ TEST(PreemptionTest, SharedGpuFreesOnlyWhenEveryShareGoes) {
   std::vector<VictimGang> v(1);
   v[0].key = GangKey("ml/s1");
   v[0].priority = kSpot;
-  v[0].pods = {PodUid("s1")};
+  v[0].pods = Keep({PodUid("s1")});
   // The other share is of an equal tier: no eviction frees the GPU.
   PreemptionResult r = MustChoose(s, Request(1, 1, kHigh, v));
   ASSERT_FALSE(r.helps());
@@ -214,6 +225,7 @@ TEST(PreemptionTest, RandomClustersGiveValidMinimalSets) {
       v.priority = static_cast<int>(rng() % 3) * 100;
       v.gpu_seconds_at_risk = static_cast<double>(rng() % 1000);
       const int pods = 1 + static_cast<int>(rng() % 3);
+      std::vector<PodUid> held;
       for (int p = 0; p < pods; ++p) {
         const NodeIndex n = s.Nodes()[rng() % s.Nodes().size()];
         GpuMask want = 0;
@@ -222,8 +234,9 @@ TEST(PreemptionTest, RandomClustersGiveValidMinimalSets) {
           if (GpuCount(want) < k) want |= GpuMask{1} << g;
         }
         PodUid pod(Numbered(("pod-" + std::to_string(gi) + "-").c_str(), p));
-        if (want && s.Allocate(pod, s.node(n).spec.name, want, v.priority).ok()) v.pods.push_back(pod);
+        if (want && s.Allocate(pod, s.node(n).spec.name, want, v.priority).ok()) held.push_back(pod);
       }
+      v.pods = Keep(std::move(held));
       if (!v.pods.empty()) victims.push_back(std::move(v));
     }
     PreemptionRequest req = Request(1 + static_cast<int>(rng() % 3), 1 + static_cast<int>(rng() % 8), 150, victims);

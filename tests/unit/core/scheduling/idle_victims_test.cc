@@ -1,6 +1,9 @@
 // Idle victims first (TierPolicy::idle_victims_first, issue 18; docs/algorithms.md §8.3): an
 // idle gang of a tier that sets it is the first preemption victim; off by default, and then
 // nothing changes.
+#include <deque>
+#include <span>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -74,6 +77,7 @@ TEST(IdleVictimsFirstTest, AnIdleSetAloneBeatsAnySetWithABusyVictim) {
   placement::ClusterState state(testing::StandardLevels());
   testing::AddRack(state, "n", 2, "r0");
   std::vector<VictimFacts> v;
+  std::deque<PodUid> pods;  // what the facts' pods (views) name
   for (int n = 0; n < 2; ++n) {
     VictimFacts f;
     f.key = GangKey(fmt::format("g{}", n));
@@ -81,7 +85,7 @@ TEST(IdleVictimsFirstTest, AnIdleSetAloneBeatsAnySetWithABusyVictim) {
     f.gpus = 8;
     PodUid pod(fmt::format("g{}-0", n));
     EXPECT_TRUE(state.Allocate(pod, NodeName(fmt::format("n{}", n)), 0xFF, kSpot).ok());
-    f.pods.push_back(pod);
+    f.pods = std::span<const PodUid>(&pods.emplace_back(pod), 1);
     f.remaining_s = 36000;
     f.expected_wait_s = 3600;
     v.push_back(f);

@@ -1,5 +1,7 @@
 // ChoosePricedPreemption: the one victim choice and price that the engine's own
 // preemption and the extender's preempt verb share (docs/algorithms.md §8.3).
+#include <deque>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -27,11 +29,13 @@ class PricedChoiceTest : public ::testing::Test {
     v.key = GangKey(key);
     v.priority = priority;
     v.gpus = 8 * nodes;
+    std::vector<PodUid>& pods = pods_.emplace_back();
     for (int n = first; n < first + nodes; ++n) {
       PodUid pod(fmt::format("{}-{}", key, n));
       EXPECT_TRUE(state_.Allocate(pod, NodeName(fmt::format("n{}", n)), kAll8, priority).ok());
-      v.pods.push_back(pod);
+      pods.push_back(pod);
     }
+    v.pods = pods;
     v.remaining_s = 10 * 3600;
     v.expected_wait_s = 3600;
     return v;
@@ -47,6 +51,7 @@ class PricedChoiceTest : public ::testing::Test {
   }
 
   placement::ClusterState state_;
+  std::deque<std::vector<PodUid>> pods_;  // what the facts' pods (views) name
   EnginePolicy policy_ = EnginePolicy::Defaults();
 };
 
@@ -88,6 +93,35 @@ TEST_F(PricedChoiceTest, NeverTheBigGangForAOneGpuPodWhileASmallerSetMakesRoom) 
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(c->decision.has_value());
   EXPECT_EQ(c->decision->victims, std::vector<int>{0});
+}
+
+// Reclaims (a head taking back preemptible backfill, a queue its lent quota) choose their
+// victims by the same rule (issue 25: one victim choice everywhere), but neither the
+// preemptor's tier nor the price gates them, and the caller's candidates of any tier count.
+TEST_F(PricedChoiceTest, AReclaimChoosesByTheSameRuleWithoutPayingForItself) {
+  testing::AddRack(state_, "n", 33, "r0");
+  std::vector<VictimFacts> v = {Hold("big", 0, 32, kStandard), Hold("small", 32, 1, kHigh)};
+  v[0].gpu_seconds_at_risk = 0;
+  v[0].expected_wait_s = 600;
+  v[1].gpu_seconds_at_risk = 8 * 3600 * 8;  // far more than a standard 1-GPU gang gains
+  PreemptorFacts p = Preemptor(1, kStandard, 60);  // standard never preempts, and waits 1 min
+  auto c = ChoosePricedPreemption(policy_, state_, p, v);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->outcome, PricedPreemption::Outcome::kTierNeverPreempts);
+  p.reclaim = true;
+  c = ChoosePricedPreemption(policy_, state_, p, v);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->decision.has_value()) << c->why;
+  // The victim close to the need, although of a higher tier than the preemptor and although
+  // the big gang is the cheaper one by price alone; chosen although it does not pay.
+  EXPECT_EQ(c->decision->victims, std::vector<int>{1});
+  EXPECT_EQ(c->outcome, PricedPreemption::Outcome::kPays);
+  EXPECT_FALSE(c->price.pays()) << c->why;
+  // Graceful where the checkpoint is cheaper than the lost work, as for any preemption.
+  v[1].notice_s = 60;
+  c = ChoosePricedPreemption(policy_, state_, p, v);
+  ASSERT_TRUE(c.ok() && c->decision.has_value());
+  EXPECT_TRUE(c->graceful[1]);
 }
 
 TEST_F(PricedChoiceTest, TheWorkedExamplePaysAndItsSmallVariantIsDeclined) {
