@@ -43,16 +43,16 @@
 
 #include "core/scheduling/engine.h"
 #include "core/base/clock.h"
-#include "extender/cluster_writer.h"
+#include "extender/writes/cluster_writer.h"
 #include "extender/config.h"
-#include "extender/event_sink.h"
-#include "extender/gang_evictor.h"
-#include "extender/ledger.h"
-#include "extender/mig_filter.h"
-#include "extender/pod_disruption_budgets.h"
-#include "extender/queue_sync.h"
-#include "extender/wire.h"
-#include "extender/write_pool.h"
+#include "extender/writes/event_sink.h"
+#include "extender/eviction/gang_evictor.h"
+#include "extender/state/ledger.h"
+#include "extender/mig/mig_filter.h"
+#include "extender/eviction/pod_disruption_budgets.h"
+#include "extender/queues/queue_sync.h"
+#include "extender/verbs/wire.h"
+#include "extender/writes/write_pool.h"
 
 namespace phalanx::extender {
 

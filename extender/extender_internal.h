@@ -9,9 +9,9 @@
 
 #include "core/placement/node_score.h"
 #include "core/scheduling/tier_policy.h"
-#include "extender/cluster_writer.h"
-#include "extender/ledger.h"
-#include "extender/wire.h"
+#include "extender/writes/cluster_writer.h"
+#include "extender/state/ledger.h"
+#include "extender/verbs/wire.h"
 
 namespace phalanx::extender::internal {
 
