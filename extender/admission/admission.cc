@@ -137,7 +137,7 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
       members.push_back(rec);
     }
     if (members.empty()) return std::nullopt;
-    if (!ext_.BudgetRefusal(members).empty()) return std::nullopt;  // a budget would refuse a member
+    if (!ext_.disruptions_.BudgetRefusal(members).empty()) return std::nullopt;  // a budget would refuse a member
     PlannedEviction e{victim, by->info, preemptor.str(), std::string(reason), false};
     if (const TrainingJobInfo* tj = ext_.JobOf(victim); graceful && tj && tj->notice_seconds_needed > 0) {
       e.notice = true;
@@ -161,7 +161,7 @@ class Extender::AdmissionDriver final : public scheduling::EngineDriver {
       if (rec == nullptr || rec->holding == Holding::kNone) continue;
       double notice = 0;
       std::string job;
-      const double r = ext_.GpuSecondsAtRisk(*rec, wall, &notice, &job);
+      const double r = ext_.disruptions_.GpuSecondsAtRisk(*rec, wall, &notice, &job);
       if (job.empty() || jobs.insert(job).second) risk += r;
     }
     return risk;
@@ -310,11 +310,9 @@ void Extender::Tick() {
 }
 
 bool Extender::AnyExpired(MonotonicTime now) const {
-  for (const auto& [key, b] : barriers_) {
-    if (now >= b.deadline) return true;
-  }
+  if (bind_.AnyBarrierExpired(now)) return true;
   for (const auto& [key, g] : ledger_.gangs()) {
-    if (g.plan && !barriers_.contains(key) && now - g.planned_at > config_.plan_ttl && CommittedMembers(key) == 0) {
+    if (g.plan && !bind_.HasBarrier(key) && now - g.planned_at > config_.plan_ttl && bind_.CommittedMembers(key) == 0) {
       return true;
     }
   }
@@ -322,23 +320,11 @@ bool Extender::AnyExpired(MonotonicTime now) const {
 }
 
 void Extender::ExpireBarriersAndPlans(MonotonicTime now) {
-  std::vector<GangKey> expired;
-  for (const auto& [key, b] : barriers_) {
-    if (now >= b.deadline) expired.push_back(key);
-  }
-  for (const GangKey& key : expired) {
-    const GangRecord* g = ledger_.FindGang(key);
-    const size_t held = barriers_[key].held.size();
-    const int min = g ? EffectiveMin(*g, now).value_or(0) : 0;
-    stats_.barrier_timeouts++;
-    FailBarrier(key, fmt::format("gang {} timed out at the bind barrier with {} of {} members held; every held "
-                                 "bind failed and the plan was dropped",
-                                 key.str(), held, min));
-  }
+  bind_.ExpireBarriers(now);
   // Plans nobody binds against expire (there is no Unreserve verb).
   std::vector<GangKey> stale;
   for (const auto& [key, g] : ledger_.gangs()) {
-    if (g.plan && !barriers_.contains(key) && CommittedMembers(key) == 0 && now - g.planned_at > config_.plan_ttl) {
+    if (g.plan && !bind_.HasBarrier(key) && bind_.CommittedMembers(key) == 0 && now - g.planned_at > config_.plan_ttl) {
       stale.push_back(key);
     }
   }
@@ -548,10 +534,13 @@ void Extender::CarryOutEviction(const PlannedEviction& e) {
   if (v == nullptr) return;  // gone already: its GPUs are free
   if (e.notice) {
     if (const TrainingJobInfo* tj = JobOf(e.victim)) {
-      RequestNotice({{tj->Key(), fmt::format("{}-{}", e.preemptor_key, tj->Key())}}, e.preemptor, e.reason);
+      disruptions_.RequestNotice({{tj->Key(), fmt::format("{}-{}", e.preemptor_key, tj->Key())}}, e.preemptor,
+                                 e.reason);
     }
     for (const PodUid& uid : v->members) {
-      if (const PodRecord* rec = ledger_.FindPod(uid)) Event(rec->info, "Normal", "Preempted", e.reason + " (asked to checkpoint and stop)");
+      if (const PodRecord* rec = ledger_.FindPod(uid)) {
+        disruptions_.Event(rec->info, "Normal", "Preempted", e.reason + " (asked to checkpoint and stop)");
+      }
     }
     stats_.preempt_accepted++;
     return;
@@ -563,10 +552,10 @@ void Extender::CarryOutEviction(const PlannedEviction& e) {
     const PodRecord* rec = ledger_.FindPod(uid);
     if (rec == nullptr) continue;
     if (!rec->info.node_name.empty()) job.pods.push_back(RefOf(rec->info));
-    Event(rec->info, "Normal", "Preempted", e.reason);
+    disruptions_.Event(rec->info, "Normal", "Preempted", e.reason);
   }
   stats_.preempt_accepted++;
-  evictor_.Submit(std::move(job));
+  disruptions_.Evict(std::move(job));
 }
 
 void Extender::LiftGates(const GangRecord& g) {

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "core/base/clock.h"
-#include "extender/writes/event_sink.h"
 #include "extender/state/ledger.h"
+#include "extender/writes/event_sink.h"
 
 namespace phalanx::extender {
 

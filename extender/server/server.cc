@@ -9,8 +9,8 @@
 #include "core/metrics/counter.h"
 #include "core/metrics/gauge.h"
 #include "core/metrics/histogram.h"
-#include "extender/state/ledger_metrics.h"
 #include "extender/queues/queue_metrics.h"
+#include "extender/state/ledger_metrics.h"
 
 namespace phalanx::extender {
 namespace {

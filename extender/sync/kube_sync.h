@@ -25,9 +25,9 @@
 #include "core/kube/client.h"
 #include "core/kube/informer.h"
 #include "core/metrics/registry.h"
+#include "extender/eviction/pod_disruption_budgets.h"
 #include "extender/extender.h"
 #include "extender/objects/k8s_objects.h"
-#include "extender/eviction/pod_disruption_budgets.h"
 #include "extender/sync/queue_watch.h"
 
 namespace phalanx::extender {

@@ -28,9 +28,9 @@
 
 #include "core/kube/client.h"
 #include "core/kube/informer.h"
-#include "extender/writes/event_sink.h"
 #include "extender/extender.h"
 #include "extender/queues/queue_sync.h"
+#include "extender/writes/event_sink.h"
 
 namespace phalanx::extender {
 

@@ -1,6 +1,6 @@
-// The filter and prioritize verbs (docs/architecture.md §2.5): per-node fit and score from the ledger;
-// gang members are pinned to their planned node.
-#include "extender/extender.h"
+// The filter verb (filter_verb.h, docs/architecture.md §2.5): per-node fit from the ledger; gang
+// members are pinned to their planned node.
+#include "extender/verbs/filter_verb.h"
 
 #include <algorithm>
 #include <array>
@@ -14,8 +14,9 @@
 #include <fmt/format.h>
 
 #include "core/placement/node_score.h"
-#include "extender/mig/mig_filter.h"
 #include "extender/extender_internal.h"
+#include "extender/mig/mig_filter.h"
+#include "extender/verbs/node_lookup.h"
 
 namespace phalanx::extender {
 
@@ -70,17 +71,6 @@ const std::string& WireReason(placement::UnfitReason reason) {
   return kInUse;
 }
 
-// Each candidate's node index (-1: not in the ledger), resolved before any node is judged and
-// as one batch (ClusterState::FindNodes): the lookups do not depend on one another, so their
-// cache misses overlap (one FindNode per name was ~20 % of a 5,000-name filter, mostly
-// waiting on memory). Shared lock held.
-std::vector<placement::NodeIndex> ResolveNames(const placement::ClusterState& state,
-                                               const std::vector<std::string_view>& names) {
-  std::vector<placement::NodeIndex> out(names.size());
-  state.FindNodes(names, out);
-  return out;
-}
-
 // Starts loading the node the loop will judge `kAhead` candidates from now.
 constexpr size_t kAhead = 4;
 void PrefetchNode(const placement::ClusterState& state, const std::vector<placement::NodeIndex>& nodes,
@@ -98,13 +88,7 @@ const std::string& UnknownNodeReason() {
 
 }  // namespace
 
-void Extender::RememberPod(const PodInfo& pod) {
-  std::lock_guard lock(summaries_mu_);
-  if (seen_pods_.size() >= kMaxRememberedPods) seen_pods_.clear();
-  seen_pods_[pod.uid] = pod;
-}
-
-void Extender::RecordFilterSummary(const PodInfo& pod, const FilterResult& r) {
+void FilterVerb::RecordFilterSummary(const PodInfo& pod, const FilterResult& r) {
   // Count by shared reason first (a handful for thousands of nodes), then order by text.
   std::vector<std::pair<FailReason, int>> by_id;
   for (const auto* entries : {&r.failed, &r.unresolvable}) {
@@ -119,7 +103,7 @@ void Extender::RecordFilterSummary(const PodInfo& pod, const FilterResult& r) {
   RecordFilterSummary(pod, r.passed.size(), r.passed.size() + r.failed.size() + r.unresolvable.size(), counts);
 }
 
-void Extender::RecordFilterSummary(const PodInfo& pod, size_t passed, size_t candidates,
+void FilterVerb::RecordFilterSummary(const PodInfo& pod, size_t passed, size_t candidates,
                                    const std::vector<std::pair<std::string_view, int>>& counts) {
   std::map<std::string_view, int> reasons;
   for (const auto& [why, count] : counts) reasons[why] += count;
@@ -129,22 +113,20 @@ void Extender::RecordFilterSummary(const PodInfo& pod, size_t passed, size_t can
     if (shown++ == 5) break;
     text += fmt::format("; {} node(s): {}", count, why);
   }
-  std::lock_guard lock(summaries_mu_);
-  if (filter_summaries_.size() >= kMaxRememberedPods) filter_summaries_.clear();
-  filter_summaries_[pod.Key()] = std::move(text);
+  h_.memory.RecordFilterSummary(pod.Key(), std::move(text));
 }
 
-FilterResult Extender::Filter(const FilterArgs& args) {
+FilterResult FilterVerb::Filter(const FilterArgs& args) {
   FilterResult r;
   r.full_nodes = args.full_nodes;
   if (args.full_nodes) {
     // Nodes the ledger has not seen yet (no informer in embedded mode): learn them.
-    std::unique_lock lock(mu_);
+    std::unique_lock lock(h_.mu);
     for (std::string_view raw : args.raw_nodes) {
       auto doc = json::Parse(raw);
       if (!doc.ok()) continue;
       auto node = ParseNode(*doc);
-      if (node.ok() && !ledger_.FindNode(node->name)) (void)ledger_.UpsertNode(*node);
+      if (node.ok() && !h_.ledger.FindNode(node->name)) (void)h_.ledger.UpsertNode(*node);
     }
   }
   auto pass = [&](size_t i) {
@@ -152,14 +134,14 @@ FilterResult Extender::Filter(const FilterArgs& args) {
     if (args.full_nodes && i < args.raw_nodes.size()) r.passed_raw.push_back(args.raw_nodes[i]);
   };
   if (RequestsMig(args.pod)) {  // nvidia.com/mig-<profile>: extender/mig/mig_filter.h
-    RememberPod(args.pod);
+    h_.memory.RememberPod(args.pod);
     PoolRefusals refused;  // by its team queue's quota (mig_queues.cc)
-    if (queues_on_.load()) {
-      std::unique_lock exclusive(mu_);  // the locking rule (extender.h): engine_ read without admission_mu_
-      refused = MigQuotaRefusals(args.pod);
+    if (admission_.QueuesOn()) {
+      std::unique_lock exclusive(h_.mu);  // the locking rule (extender.h): the engine read without the admission lock
+      refused = admission_.MigQuotaRefusals(args.pod);
     }
-    std::shared_lock lock(mu_);
-    FilterResult m = FilterMig(ledger_, args, refused);
+    std::shared_lock lock(h_.mu);
+    FilterResult m = FilterMig(h_.ledger, args, refused);
     lock.unlock();
     if (m.passed.empty()) RecordFilterSummary(args.pod, m);
     return m;
@@ -168,7 +150,7 @@ FilterResult Extender::Filter(const FilterArgs& args) {
     for (size_t i = 0; i < args.node_names.size(); ++i) pass(i);
     return r;
   }
-  RememberPod(args.pod);
+  h_.memory.RememberPod(args.pod);
   if (args.pod.IsGangMember()) {
     FilterResult g = FilterGang(args);
     RecordFilterSummary(args.pod, g);
@@ -176,8 +158,8 @@ FilterResult Extender::Filter(const FilterArgs& args) {
   }
   const placement::PodRequest request = RequestOf(args.pod);
   r.passed.reserve(args.node_names.size());  // most pass on a cluster with room: no regrowth
-  std::shared_lock lock(mu_);
-  const auto& state = ledger_.state();
+  std::shared_lock lock(h_.mu);
+  const auto& state = h_.ledger.state();
   // Most failing nodes share a handful of distinct answers (ReasonKey): each is looked up once
   // per node, its detailed text formatted once for `phalanx explain`, and the reply's text
   // (WireReason) is one shared string per kind of refusal: a full cluster costs a lookup
@@ -237,22 +219,22 @@ FilterResult Extender::Filter(const FilterArgs& args) {
   return r;
 }
 
-FilterResult Extender::FilterGang(const FilterArgs& args) {
+FilterResult FilterVerb::FilterGang(const FilterArgs& args) {
   FilterResult r;
   r.full_nodes = args.full_nodes;
   const PodInfo& pod = args.pod;
   const GangKey key = pod.Gang();
-  const MonotonicTime now = clock_.Now();
-  std::unique_lock lock(mu_);
-  if (!ledger_.FindPod(pod.uid)) ledger_.UpsertPod(pod, now);  // embedded mode: learn it here
-  GangRecord* g = ledger_.MutableGang(key);
+  const MonotonicTime now = h_.clock.Now();
+  std::unique_lock lock(h_.mu);
+  if (!h_.ledger.FindPod(pod.uid)) h_.ledger.UpsertPod(pod, now);  // embedded mode: learn it here
+  GangRecord* g = h_.ledger.MutableGang(key);
   auto fail_all = [&](std::string text, bool resolvable) {
     const FailReason why(std::move(text));
     for (std::string_view n : args.node_names) (resolvable ? r.failed : r.unresolvable).emplace_back(n, why);
     return r;
   };
   if (!g) return fail_all(fmt::format("pod {} is not a live member of gang {}", pod.Key(), key.str()), false);
-  if (const PodRecord* rec = ledger_.FindPod(pod.uid); rec && IsCommittedUnbound(*rec)) {
+  if (const PodRecord* rec = h_.ledger.FindPod(pod.uid); rec && IsCommittedUnbound(*rec)) {
     // Committed (devices annotated) but its Binding failed: only its node, whatever the plan.
     const FailReason why(fmt::format("gang {}: pod {} is committed to node {}", key.str(), pod.Key(), rec->node.str()));
     for (size_t i = 0; i < args.node_names.size(); ++i) {
@@ -266,18 +248,18 @@ FilterResult Extender::FilterGang(const FilterArgs& args) {
     return r;
   }
   if (!g->plan) {
-    if (!leadership_.IsLeader()) {
+    if (!h_.leadership.IsLeader()) {
       return fail_all(fmt::format("gang {} is not admitted yet; the active extender (Lease phalanx-extender) plans it",
                                   key.str()),
                       false);
     }
     bool over_quota = false;
-    std::string why = TryPlan(*g, now, &over_quota);
+    std::string why = admission_.TryPlan(*g, now, &over_quota);
     // Over its queue's quota it fits on the nodes: kube-scheduler's preemption cannot help.
     if (!why.empty()) return fail_all(why, !over_quota);
   }
   std::set<std::string_view> input(args.node_names.begin(), args.node_names.end());
-  auto ordinal = ledger_.AssignMember(key, pod.uid, [&](const NodeName& n) { return input.contains(n.str()); });
+  auto ordinal = h_.ledger.AssignMember(key, pod.uid, [&](const NodeName& n) { return input.contains(n.str()); });
   if (!ordinal) {
     return fail_all(fmt::format("gang {}: every planned member slot is taken by other pods", key.str()), false);
   }
@@ -292,40 +274,6 @@ FilterResult Extender::FilterGang(const FilterArgs& args) {
     }
   }
   return r;
-}
-
-// --- prioritize ----------------------------------------------------------------------------
-
-std::vector<HostScore> Extender::Prioritize(const FilterArgs& args) {
-  std::vector<HostScore> out;
-  out.reserve(args.node_names.size());
-  std::shared_lock lock(mu_);
-  const auto& state = ledger_.state();
-  if (RequestsMig(args.pod)) return PrioritizeMig(ledger_, args);
-  if (args.pod.gpus <= 0) {
-    for (std::string_view n : args.node_names) out.push_back({n, 0});
-    return out;
-  }
-  if (args.pod.IsGangMember()) {
-    const GangRecord* g = ledger_.FindGang(args.pod.Gang());
-    std::string_view planned;
-    if (g && g->plan) {
-      if (auto it = g->assignment.find(args.pod.uid); it != g->assignment.end()) {
-        planned = g->plan->members[static_cast<size_t>(it->second)].node.str();
-      }
-    }
-    for (std::string_view n : args.node_names) out.push_back({n, n == planned ? 10 : 0});
-    return out;
-  }
-  const placement::PodRequest request = RequestOf(args.pod);
-  const std::vector<placement::NodeIndex> nodes = ResolveNames(state, args.node_names);
-  // Batch scoring (placement::ScoreNodes): nodes alike in topology and free GPUs are scored
-  // once; unknown nodes and nodes the pod does not fit score 0.
-  const auto scores = placement::ScoreNodes(state, nodes, request, config_.weights);
-  for (size_t i = 0; i < args.node_names.size(); ++i) {
-    out.push_back({args.node_names[i], scores[i] ? std::clamp(scores[i]->Rounded(), 0, 10) : 0});
-  }
-  return out;
 }
 
 }  // namespace phalanx::extender

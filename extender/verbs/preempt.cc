@@ -6,7 +6,7 @@
 // "graceful" is taken (graceful: a phalanx.io/preempt-request and a veto until it stopped).
 // Members on other nodes are evicted by the extender. Nothing offered = kube-scheduler gets
 // no candidate for any node and the pod stays pending until something frees.
-#include "extender/extender.h"
+#include "extender/verbs/preempt_verb.h"
 
 #include <algorithm>
 #include <bit>
@@ -182,84 +182,7 @@ std::map<std::string, VictimGroup> VictimGroupsFor(const Ledger& ledger, const E
 
 // --- preempt -------------------------------------------------------------------------------
 
-double Extender::GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* notice, std::string* job) const {
-  if (!pod.info.training_job.empty()) {
-    const std::string key = pod.info.ns + "/" + pod.info.training_job;
-    if (const TrainingJobInfo* tj = ledger_.FindTrainingJob(key)) {
-      *notice = std::max(*notice, tj->notice_seconds_needed);
-      *job = key;
-      return tj->gpu_seconds_at_risk;
-    }
-  }
-  auto start = pod.info.start_time ? pod.info.start_time : pod.info.creation_time;
-  if (!start) return 0;
-  const double elapsed = std::max(0.0, std::chrono::duration<double>(now - *start).count());
-  return elapsed * std::popcount(pod.gpus);
-}
-
-void Extender::RequestNotice(const std::map<std::string, std::string>& jobs, const PodInfo& preemptor,
-                             std::string_view reason) {
-  const SystemTime now = clock_.WallNow();
-  for (const auto& [key, request_id] : jobs) {
-    const TrainingJobInfo* tj = ledger_.FindTrainingJob(key);
-    if (!tj || !tj->preempt_request.empty()) continue;  // already asked
-    json::Json req = {{"requestId", request_id},
-                      {"deadline", FormatRfc3339(now + std::chrono::seconds(static_cast<int64_t>(tj->notice_seconds_needed) + 60))},
-                      {"reason", reason.empty() ? fmt::format("preempted by {} (priority {})", preemptor.Key(), preemptor.priority)
-                                                : std::string(reason)},
-                      {"preemptor", preemptor.Key()}};
-    TrainingJobInfo updated = *tj;
-    updated.preempt_request = json::Dump(req);
-    ledger_.UpsertTrainingJob(updated);
-    io_.Submit([this, ns = tj->ns, name = tj->name, body = updated.preempt_request] {
-      if (!writer_.RequestGracefulPreemption(ns, name, body).ok()) stats_.write_errors++;
-    });
-  }
-}
-
-std::string Extender::BudgetRefusal(const std::vector<const PodRecord*>& victims) const {
-  if (!budgets_ || victims.empty()) return "";
-  std::set<std::string> namespaces;
-  for (const PodRecord* v : victims) namespaces.insert(v->info.ns);
-  std::vector<PdbInfo> budgets;
-  bool estimate = false;  // some budget has no status: count the pods we know
-  for (const std::string& ns : namespaces) {
-    for (PdbInfo& b : budgets_->BudgetsIn(ns)) {
-      estimate = estimate || !b.has_status;
-      budgets.push_back(std::move(b));
-    }
-  }
-  if (budgets.empty()) return "";
-  std::vector<const PodInfo*> victim_pods, namespace_pods;
-  for (const PodRecord* v : victims) victim_pods.push_back(&v->info);
-  if (estimate) {
-    for (const auto& [uid, rec] : ledger_.pods()) {
-      if (namespaces.contains(rec.info.ns)) namespace_pods.push_back(&rec.info);
-    }
-  }
-  return CheckEvictions(budgets, victim_pods, namespace_pods);
-}
-
-void Extender::Event(const PodInfo& pod, std::string_view type, std::string_view reason, std::string_view note) {
-  if (events_) events_->Record({.ns = pod.ns, .name = pod.name, .uid = pod.uid.str()}, type, reason, "Preempting", note);
-}
-
-void Extender::OnEvictionReport(const EvictionReport& report) {
-  stats_.evictions += report.done.size();
-  stats_.write_errors += static_cast<uint64_t>(report.write_errors);
-  if (!events_) return;
-  using Outcome = EvictionReport::Outcome;
-  const bool ok = report.outcome == Outcome::kEvicted;
-  const char* reason = report.outcome == Outcome::kEvicted  ? "Preempted"
-                       : report.outcome == Outcome::kRefused ? "PreemptionRefused"
-                                                             : "PreemptionForced";
-  for (const PodRef& ref : report.outcome == Outcome::kRefused ? report.job.pods : report.done) {
-    events_->Record({.ns = ref.ns, .name = ref.name, .uid = ref.uid}, ok ? "Normal" : "Warning", reason, "Preempting",
-                    report.message);
-  }
-}
-
-PreemptResult Extender::Preempt(const PreemptArgs& args) {
+PreemptResult PreemptVerb::Preempt(const PreemptArgs& args) {
   PreemptResult r;
   r.meta = args.meta;
   if (args.pod.gpus <= 0) {  // not about GPUs: the scheduler's choice stands
@@ -267,19 +190,19 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
     r.pdb_violations = args.pdb_violations;
     return r;
   }
-  std::lock_guard admission(admission_mu_);  // the engine (quote, preemption record), before mu_
-  std::unique_lock lock(mu_);
-  if (!ledger_.FindPod(args.pod.uid)) ledger_.UpsertPod(args.pod, clock_.Now());
-  const PodRecord& preemptor = *ledger_.FindPod(args.pod.uid);
+  std::lock_guard admission(admission_mu_);  // the engine (quote, preemption record), before the ledger lock
+  std::unique_lock lock(h_.mu);
+  if (!h_.ledger.FindPod(args.pod.uid)) h_.ledger.UpsertPod(args.pod, h_.clock.Now());
+  const PodRecord& preemptor = *h_.ledger.FindPod(args.pod.uid);
   if (args.pod.IsGangMember()) return PreemptGang(args, preemptor);
 
-  const MonotonicTime mono = clock_.Now();
+  const MonotonicTime mono = h_.clock.Now();
   const double now = EngineSeconds(mono);
-  const SystemTime wall = clock_.WallNow();
+  const SystemTime wall = h_.clock.WallNow();
   auto engine_time = [&](std::optional<SystemTime> t) {
     return t ? now - std::chrono::duration<double>(wall - *t).count() : now;
   };
-  const auto& state = ledger_.state();
+  const auto& state = h_.ledger.state();
   // The nodes kube-scheduler offered, as domains of the node level (the plan must be on one).
   std::set<std::string> domains;
   for (const auto& [node_name, uids] : args.victims) {
@@ -289,7 +212,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
     }
   }
   if (domains.empty()) {
-    stats_.preempt_vetoed++;
+    h_.stats.preempt_vetoed++;
     return r;
   }
   // The pod as the engine sees a one-member gang that must fit on one node.
@@ -299,7 +222,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
   req.pool = args.pod.pool_selector;
   req.priority = args.pod.priority;
   req.gpus_per_member = std::clamp(args.pod.gpus, 1, placement::kMaxGpusPerNode);
-  req.level = config_.topology_levels.front();
+  req.level = h_.config.topology_levels.front();
   req.mode = placement::TopologyMode::kRequired;
   req.submitted = engine_time(args.pod.creation_time);
   // Its GPUs fit on an offered node already: the preemption is about other resources (CPU,
@@ -324,13 +247,15 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
       }
     }
     if (!r.victims.empty()) {
-      stats_.preempt_accepted++;
+      h_.stats.preempt_accepted++;
       return r;
     }
   }
   std::map<std::string, VictimGroup> groups = VictimGroupsFor(
-      ledger_, config_, args.pod.priority, args.pod.uid.str(),
-      [&](const PodRecord& pod, double* notice, std::string* job) { return GpuSecondsAtRisk(pod, wall, notice, job); });
+      h_.ledger, h_.config, args.pod.priority, args.pod.uid.str(),
+      [&](const PodRecord& pod, double* notice, std::string* job) {
+        return disruptions_.GpuSecondsAtRisk(pod, wall, notice, job);
+      });
   // Candidates: groups kube-scheduler offered a member of (its reply may only narrow what it
   // offered: in full mode it reads back only pods it sent) whose budgets allow evicting them.
   std::set<std::string> offered_uids;
@@ -344,7 +269,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
       offered = offered || (it != args.victims.end() && offered_uids.contains(m->info.uid.str()));
     }
     if (!offered) continue;
-    if (std::string why = BudgetRefusal(g.members); !why.empty()) {
+    if (std::string why = disruptions_.BudgetRefusal(g.members); !why.empty()) {
       budget_refusal = why;
       continue;
     }
@@ -353,35 +278,35 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
   QuoteDriver driver(state, groups);
   auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, state), candidates.list, now, driver, domains);
   if (!quote.ok() || !quote->pays()) {
-    stats_.preempt_vetoed++;
-    if (!budget_refusal.empty()) Event(args.pod, "Warning", "PreemptionBlocked", budget_refusal);
+    h_.stats.preempt_vetoed++;
+    if (!budget_refusal.empty()) disruptions_.Event(args.pod, "Warning", "PreemptionBlocked", budget_refusal);
     return r;  // no candidate for any node: nothing here pays for itself (or makes room)
   }
   const placement::PreemptionDecision& decision = *quote->decision;
   // Budgets shared by several chosen groups: the set as a whole too, before anything is written.
-  if (std::string why = BudgetRefusal(candidates.PodsOf(decision)); !why.empty()) {
-    Event(args.pod, "Warning", "PreemptionBlocked", why);
-    stats_.preempt_vetoed++;
+  if (std::string why = disruptions_.BudgetRefusal(candidates.PodsOf(decision)); !why.empty()) {
+    disruptions_.Event(args.pod, "Warning", "PreemptionBlocked", why);
+    h_.stats.preempt_vetoed++;
     return r;
   }
   // Victims cheaper to ask for a checkpoint than to lose: ask, veto; the pod retries.
   const std::map<std::string, std::string> notice_jobs = candidates.NoticeJobs(*quote, engine_, now);
   if (!notice_jobs.empty()) {
-    RequestNotice(notice_jobs, args.pod);
-    stats_.preempt_vetoed++;
+    disruptions_.RequestNotice(notice_jobs, args.pod);
+    h_.stats.preempt_vetoed++;
     return r;
   }
   const std::string node = decision.plan.members.empty() ? "" : decision.plan.members[0].node.str();
   auto offered = args.victims.find(node);
   if (offered == args.victims.end()) {  // cannot happen with domains; never answer for another node
-    stats_.preempt_vetoed++;
+    h_.stats.preempt_vetoed++;
     return r;
   }
   // kube-scheduler's own victims on the node that hold no GPU we know of stay (it needs them
   // for other resources); of the GPU pods, only the engine's choice.
   std::set<std::string> on_node;
   for (const std::string& uid : offered->second) {
-    if (!ledger_.FindPod(PodUid(uid))) on_node.insert(uid);
+    if (!h_.ledger.FindPod(PodUid(uid))) on_node.insert(uid);
   }
   std::vector<EvictionJob> evictions;
   size_t victim_count = 0;
@@ -396,7 +321,7 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
       if (m->node.str() == node || m->info.node_name == node) {
         on_node.insert(m->info.uid.str());
         job.others_disrupted = true;  // kube-scheduler deletes it once we answer
-        Event(m->info, "Normal", "Preempted",
+        disruptions_.Event(m->info, "Normal", "Preempted",
               fmt::format("preempted by {} (priority {}) on {}: {}", args.pod.Key(), args.pod.priority, node,
                           quote->price.Describe()));
       } else if (!m->info.node_name.empty()) {
@@ -407,66 +332,68 @@ PreemptResult Extender::Preempt(const PreemptArgs& args) {
   }
   r.victims[node].assign(on_node.begin(), on_node.end());
   if (auto it = args.pdb_violations.find(node); it != args.pdb_violations.end()) r.pdb_violations[node] = it->second;
-  stats_.preempt_accepted++;
-  Event(args.pod, "Normal", "Preempting",
+  h_.stats.preempt_accepted++;
+  disruptions_.Event(args.pod, "Normal", "Preempting",
         fmt::format("preempting {} pod(s) of {} lower-tier gang(s) to make room on {} ({})", victim_count,
                     decision.victims.size(), node, quote->price.Describe()));
-  for (EvictionJob& job : evictions) evictor_.Submit(std::move(job));
+  for (EvictionJob& job : evictions) disruptions_.Evict(std::move(job));
   return r;
 }
 
-PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& preemptor) {
+PreemptResult PreemptVerb::PreemptGang(const PreemptArgs& args, const PodRecord& preemptor) {
   PreemptResult r;
   r.meta = args.meta;
-  const MonotonicTime mono = clock_.Now();
+  const MonotonicTime mono = h_.clock.Now();
   const double now = EngineSeconds(mono);
-  const SystemTime wall = clock_.WallNow();
+  const SystemTime wall = h_.clock.WallNow();
   auto engine_time = [&](std::optional<SystemTime> t) {
     return t ? now - std::chrono::duration<double>(wall - *t).count() : now;
   };
-  GangRecord* g = ledger_.MutableGang(preemptor.info.Gang());
+  GangRecord* g = h_.ledger.MutableGang(preemptor.info.Gang());
   if (!g) return r;
-  const int members = std::max(EffectiveMin(*g, mono).value_or(static_cast<int>(g->members.size())),
+  const int members = std::max(g->MinMembers(mono).value_or(static_cast<int>(g->members.size())),
                                static_cast<int>(g->members.size()));
   std::map<std::string, VictimGroup> groups = VictimGroupsFor(
-      ledger_, config_, preemptor.info.priority, preemptor.info.Gang().str(),
-      [&](const PodRecord& pod, double* notice, std::string* job) { return GpuSecondsAtRisk(pod, wall, notice, job); });
+      h_.ledger, h_.config, preemptor.info.priority, preemptor.info.Gang().str(),
+      [&](const PodRecord& pod, double* notice, std::string* job) {
+        return disruptions_.GpuSecondsAtRisk(pod, wall, notice, job);
+      });
   Candidates candidates;
   std::string budget_refusal;
   for (const auto& [key, vg] : groups) {
     if (key == g->key.str()) continue;
     // A gang whose budgets would refuse its eviction is never a candidate (nothing half-evicted).
-    if (std::string why = BudgetRefusal(vg.members); !why.empty()) {
+    if (std::string why = disruptions_.BudgetRefusal(vg.members); !why.empty()) {
       budget_refusal = why;
       continue;
     }
     candidates.Add(key, vg, engine_time(vg.started));
   }
-  const scheduling::GangRequest req = EngineRequestOf(*g, members);
-  QuoteDriver driver(ledger_.state(), groups);
-  auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, ledger_.state()), candidates.list, now, driver,
+  const scheduling::GangRequest req = admission_.EngineRequestOf(*g, members);
+  QuoteDriver driver(h_.ledger.state(), groups);
+  auto quote = engine_.QuotePreemption(req, WaitOfUnfitPod(engine_, req, now, h_.ledger.state()), candidates.list, now, driver,
                                        std::nullopt, g->plan ? std::optional<GangKey>(g->key) : std::nullopt);
   if (!quote.ok() || !quote->pays()) {
     g->last_no_fit = "preemption: " + (quote.ok() ? quote->why : std::string(quote.status().message()));
     if (!budget_refusal.empty()) {
       g->last_no_fit += "; " + budget_refusal;
-      Event(preemptor.info, "Warning", "PreemptionBlocked", budget_refusal);
+      disruptions_.Event(preemptor.info, "Warning", "PreemptionBlocked", budget_refusal);
     }
-    stats_.preempt_vetoed++;
+    h_.stats.preempt_vetoed++;
     return r;
   }
   const auto& decision = *quote->decision;
   // Budgets shared by several chosen gangs: check the set as a whole too.
-  if (std::string why = BudgetRefusal(candidates.PodsOf(decision)); !why.empty()) {
+  if (std::string why = disruptions_.BudgetRefusal(candidates.PodsOf(decision)); !why.empty()) {
     g->last_no_fit = "preemption: " + why;
-    Event(preemptor.info, "Warning", "PreemptionBlocked", why);
-    stats_.preempt_vetoed++;
+    disruptions_.Event(preemptor.info, "Warning", "PreemptionBlocked", why);
+    h_.stats.preempt_vetoed++;
     return r;
   }
   const std::map<std::string, std::string> jobs = candidates.NoticeJobs(*quote, engine_, now);
   if (!jobs.empty()) {
-    RequestNotice(jobs, preemptor.info);
-    stats_.preempt_vetoed++;
+    disruptions_.RequestNotice(jobs, preemptor.info);
+    h_.stats.preempt_vetoed++;
     return r;
   }
   // Reply with one planned node the scheduler offered; evict the rest ourselves.
@@ -490,7 +417,7 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
       if (!reply_node.empty() && rec->node.str() == reply_node) {
         r.victims[reply_node].push_back(rec->info.uid.str());
         job.others_disrupted = true;  // kube-scheduler deletes it once we answer
-        Event(rec->info, "Normal", "Preempted",
+        disruptions_.Event(rec->info, "Normal", "Preempted",
               fmt::format("preempted by gang {} (priority {}) on {}: {}", g->key.str(), preemptor.info.priority,
                           reply_node, quote->price.Describe()));
       } else {
@@ -499,11 +426,11 @@ PreemptResult Extender::PreemptGang(const PreemptArgs& args, const PodRecord& pr
     }
     if (!job.pods.empty()) evictions.push_back(std::move(job));
   }
-  stats_.preempt_accepted++;
-  Event(preemptor.info, "Normal", "Preempting",
+  h_.stats.preempt_accepted++;
+  disruptions_.Event(preemptor.info, "Normal", "Preempting",
         fmt::format("gang {} preempts {} pod(s) of {} lower-tier gang(s) ({})", g->key.str(), victim_count,
                     decision.victims.size(), quote->price.Describe()));
-  for (EvictionJob& job : evictions) evictor_.Submit(std::move(job));
+  for (EvictionJob& job : evictions) disruptions_.Evict(std::move(job));
   return r;
 }
 
