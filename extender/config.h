@@ -47,7 +47,7 @@ struct ExtenderConfig {
   // A preempted gang of which some member is already gone, whose other members' evictions a
   // PodDisruptionBudget keeps refusing: retried this long, then those members are deleted (the
   // budget overridden, a Warning Event names it). A partly evicted gang cannot run, so waiting
-  // longer only holds its GPUs (extender/gang_evictor.h).
+  // longer only holds its GPUs (extender/eviction/gang_evictor.h).
   std::chrono::seconds pdb_override_after{60};
 
   // Index into tiers (0 = highest) of a priority value; the lowest tier if below all.

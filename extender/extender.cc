@@ -1,9 +1,10 @@
-// Extender: construction, cluster events, restart recovery and introspection (the
-// verbs are in filter.cc, bind.cc, admission.cc and preempt.cc).
+// Extender: construction, cluster events, restart recovery and introspection (the verbs are in
+// verbs/, the tick in admission/).
 #include "extender/extender.h"
 
 #include <map>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -22,7 +23,16 @@ Extender::Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, L
       engine_(config_.scheduling),
       ledger_(config_.topology_levels),
       io_(writers) {
-  evictor_.SetReport([this](const EvictionReport& r) { OnEvictionReport(r); });
+  evictor_.SetReport([this](const EvictionReport& r) {
+    disruptions_.OnEvictionReport(r);
+    if (r.outcome == EvictionReport::Outcome::kRefused) {
+      // Nothing of the gang stopped: the engine counts it running (and a candidate) again,
+      // and its preemptor looks again (a set the verb chose is unknown there: ignored).
+      std::lock_guard admission(admission_mu_);
+      std::shared_lock lock(mu_);
+      engine_.OnEvictionRefused(GangKey(r.job.group));
+    }
+  });
   GangEvictorOptions eviction;
   eviction.deadline = config_.pdb_override_after;
   evictor_.SetOptions(eviction);
@@ -135,11 +145,7 @@ std::string Extender::Explain(std::string_view ns_name) const {
   std::lock_guard admission(admission_mu_);  // the engine's standing of the gang
   std::shared_lock lock(mu_);
   const PodRecord* rec = ledger_.FindPodByName(ns_name);
-  std::string summary;
-  {
-    std::lock_guard slock(summaries_mu_);
-    if (auto it = filter_summaries_.find(std::string(ns_name)); it != filter_summaries_.end()) summary = it->second;
-  }
+  const std::string summary = memory_.FilterSummary(ns_name);
   if (!rec) {
     return summary.empty() ? fmt::format("pod {} is not known to the extender: it requests no GPU, or no informer "
                                          "event and no filter request has mentioned it yet",
@@ -171,10 +177,10 @@ std::string Extender::Explain(std::string_view ns_name) const {
         out += fmt::format("; admitted: planned on {} node(s) in {}", g->plan->quality.nodes_used,
                            g->plan->domain.empty() ? std::string("pool ") + (g->plan->pool.empty() ? "<unlabelled>" : g->plan->pool)
                                                    : g->plan->level_key + "=" + g->plan->domain);
-        if (auto it = barriers_.find(g->key); it != barriers_.end()) {
-          out += fmt::format("; bind barrier: {} held + {} bound of {} needed, times out in {}",
-                             it->second.held.size(), CommittedMembers(g->key), min.value_or(0),
-                             Seconds(std::max(Duration::zero(), it->second.deadline - now)));
+        if (auto barrier = bind_.BarrierOf(g->key)) {
+          out += fmt::format("; bind barrier: {} held + {} bound of {} needed, times out in {}", barrier->first,
+                             bind_.CommittedMembers(g->key), min.value_or(0),
+                             Seconds(std::max(Duration::zero(), barrier->second - now)));
         }
       } else {
         out += "; not admitted";
@@ -203,9 +209,7 @@ json::Json Extender::StateJson() const {
   std::lock_guard admission(admission_mu_);  // the queue and the heads
   std::shared_lock lock(mu_);
   json::Json out = ledger_.ToJson();
-  json::Json barriers = json::Json::array();
-  for (const auto& [key, b] : barriers_) barriers.push_back({{"gang", key.str()}, {"held", b.held.size()}});
-  out["barriers"] = std::move(barriers);
+  out["barriers"] = bind_.BarriersJson();
   out["queue"] = engine_.waiting();
   // Each pool's head and its expected start (docs/algorithms.md §8.2).
   const double now = std::chrono::duration<double>(clock_.Now().time_since_epoch()).count();

@@ -1,26 +1,18 @@
-// Extender: the scheduling logic behind the four verbs (docs/architecture.md §2.5, §3, §4), over the
-// Ledger, with every API write behind ClusterWriter and time behind Clock.
-//
-//   Filter      non-gang pods: per-node fit against the ledger (GPUs reserved by gang
-//               plans are never offered); gang members: pinned to their planned node;
-//               an ungated gang is planned here on its first member's filter, within its
-//               team queue's quota (a queue-labelled single GPU pod is a gang of one:
-//               k8s_objects.h FormsImplicitGang). MIG pods: mig_filter.h, within their
-//               team queue's quota (mig_queues.cc).
-//   Prioritize  topology + bin-packing (+ locality) score 0..10; planned node = 10.
-//   Preempt     accepts only victim sets of whole lower-tier gangs after which the
-//               preemptor really fits, least gpuSecondsAtRisk first; vetoes (and asks
-//               for a graceful preemption) when a TrainingJob victim needs notice.
-//   Bind        non-gang: choose devices, patch phalanx.io/devices, POST the Binding.
-//               gang members: the permit barrier. Each bind is held (its callback kept,
-//               no thread) until held + bound >= min-members; then every held member is
-//               committed (devices patched = commit point) and bound. A barrier that
-//               times out fails every held bind together and drops the plan.
-//   Tick        admission (the scheduling engine of core/scheduling over the ledger:
-//               priority then first submission, heads and backfill; docs/algorithms.md
-//               §8), barrier timeouts and plan expiry. The daemon calls it every 100 ms;
-//               tests call it after advancing a FakeClock. The pass is planned under the
-//               shared lock and committed, re-checked, under the exclusive one.
+// Extender: the scheduling logic of phalanx-extender (docs/architecture.md §2.5, §3, §4), over the
+// Ledger, with every API write behind ClusterWriter and time behind Clock. It owns the shared
+// state and wires the parts (extender/README.md has the map):
+//   verbs/      FilterVerb, PrioritizeVerb, PreemptVerb, BindVerb: kube-scheduler's four verbs,
+//               each over a narrow handle (verbs/verb_handle.h) to the state below.
+//   admission/  Tick: admission (the scheduling engine of core/scheduling over the ledger:
+//               priority then first submission, heads and backfill; docs/algorithms.md §8),
+//               barrier timeouts and plan expiry, ungated gangs refused at filter. The daemon
+//               calls it every 100 ms; tests call it after advancing a FakeClock. The pass is
+//               planned under the shared lock and committed, re-checked, under the exclusive one.
+//   queues/, mig/mig_queues.cc  the team queues' quota for what the engine does not admit
+//               itself (gangs planned at filter, MIG pods), answered to the verbs through
+//               AdmissionHandle.
+//   eviction/   Disruptions: budgets, notice requests and evictions, for the preempt verb and
+//               the engine's preemption alike.
 // Only the leader (Lease phalanx-extender) admits, lifts gates, plans and binds; others
 // answer filter/prioritize and fail bind with a retryable error.
 //
@@ -41,26 +33,25 @@
 #include <string>
 #include <vector>
 
-#include "core/scheduling/engine.h"
 #include "core/base/clock.h"
-#include "extender/cluster_writer.h"
+#include "core/scheduling/engine.h"
 #include "extender/config.h"
-#include "extender/event_sink.h"
-#include "extender/gang_evictor.h"
-#include "extender/ledger.h"
-#include "extender/mig_filter.h"
-#include "extender/pod_disruption_budgets.h"
-#include "extender/queue_sync.h"
-#include "extender/wire.h"
-#include "extender/write_pool.h"
+#include "extender/eviction/disruptions.h"
+#include "extender/eviction/gang_evictor.h"
+#include "extender/eviction/pod_disruption_budgets.h"
+#include "extender/mig/mig_filter.h"
+#include "extender/queues/queue_sync.h"
+#include "extender/state/ledger.h"
+#include "extender/verbs/bind_verb.h"
+#include "extender/verbs/filter_verb.h"
+#include "extender/verbs/preempt_verb.h"
+#include "extender/verbs/verb_handle.h"
+#include "extender/verbs/wire.h"
+#include "extender/writes/cluster_writer.h"
+#include "extender/writes/event_sink.h"
+#include "extender/writes/write_pool.h"
 
 namespace phalanx::extender {
-
-class Leadership {
- public:
-  virtual ~Leadership() = default;
-  virtual bool IsLeader() const = 0;
-};
 
 // Fixed leadership: embedded mode (single replica) and tests.
 class StaticLeadership final : public Leadership {
@@ -73,31 +64,13 @@ class StaticLeadership final : public Leadership {
   std::atomic<bool> leader_;
 };
 
-// Counters the daemon exports (read by the metrics layer; updated lock-free).
-struct ExtenderStats {
-  std::atomic<uint64_t> gangs_admitted{0};
-  std::atomic<uint64_t> gangs_bound{0};
-  std::atomic<uint64_t> barrier_timeouts{0};
-  std::atomic<uint64_t> plans_expired{0};
-  // Admissions the engine made but the commit did not apply: the ledger changed between
-  // planning and commit (GPUs taken, members changed); the gang kept waiting.
-  std::atomic<uint64_t> admission_conflicts{0};
-  std::atomic<uint64_t> preempt_accepted{0};
-  std::atomic<uint64_t> preempt_vetoed{0};
-  std::atomic<uint64_t> evictions{0};
-  std::atomic<uint64_t> write_errors{0};
-  // Ungated gang members touched (phalanx.io/requeued-at) so kube-scheduler retries them once
-  // their gang can be placed (gang_requeue.cc).
-  std::atomic<uint64_t> ungated_requeues{0};
-};
-
-class Extender {
+class Extender final : private AdmissionHandle {
  public:
-  using BindCallback = std::function<void(std::string error)>;  // "" = bound
+  using BindCallback = extender::BindCallback;  // "" = bound
 
   // `writers`: threads of the write pool (--writers).
   Extender(ExtenderConfig config, Clock& clock, ClusterWriter& writer, Leadership& leadership, int writers = 4);
-  ~Extender();
+  ~Extender() override;
   Extender(const Extender&) = delete;
   Extender& operator=(const Extender&) = delete;
 
@@ -123,15 +96,15 @@ class Extender {
   void RecoverCommitted();
   // Optional collaborators, set before the verbs are served (not owned; may be null):
   // PodDisruptionBudgets checked before preempting, where Events go, eviction retry timing.
-  void SetBudgetSource(const BudgetSource* budgets) { budgets_ = budgets; }
-  void SetEventSink(EventSink* events) { events_ = events; }
+  void SetBudgetSource(const BudgetSource* budgets) { disruptions_.SetBudgetSource(budgets); }
+  void SetEventSink(EventSink* events) { disruptions_.SetEventSink(events); }
   void SetEvictionOptions(GangEvictorOptions options) { evictor_.SetOptions(options); }
 
   // --- verbs -------------------------------------------------------------------------
-  FilterResult Filter(const FilterArgs& args);
-  std::vector<HostScore> Prioritize(const FilterArgs& args);
-  PreemptResult Preempt(const PreemptArgs& args);
-  void Bind(const BindArgs& args, BindCallback done);
+  FilterResult Filter(const FilterArgs& args) { return filter_.Filter(args); }
+  std::vector<HostScore> Prioritize(const FilterArgs& args) { return prioritize_.Prioritize(args); }
+  PreemptResult Preempt(const PreemptArgs& args) { return preempt_.Preempt(args); }
+  void Bind(const BindArgs& args, BindCallback done) { bind_.Bind(args, std::move(done)); }
 
   void Tick();
 
@@ -140,7 +113,7 @@ class Extender {
   json::Json StateJson() const;
   // Runs `read` over the ledger under the read lock (GPU gauges on scrape; keep it short).
   void ReadLedger(const std::function<void(const Ledger&)>& read) const;
-  size_t HeldBinds() const;
+  size_t HeldBinds() const { return bind_.HeldBinds(); }
   const ExtenderStats& stats() const { return stats_; }
   const ExtenderConfig& config() const { return config_; }
   // Waits until every queued API write (and its bind callbacks) has run.
@@ -154,47 +127,18 @@ class Extender {
   }
 
  private:
-  struct HeldBind {
-    PodUid uid;
-    int ordinal = 0;
-    BindCallback done;
-    WriteClock::time_point deadline;  // kube-scheduler gives up on this bind (httpTimeout)
-  };
-  struct Barrier {
-    std::vector<HeldBind> held;
-    MonotonicTime deadline{};
-  };
-  // A released barrier's writes in flight on the write pool (bind.cc).
-  struct GangCommit {
-    struct Member {
-      PodRef ref;
-      PodInfo pod;
-      std::string node;
-      DeviceAssignment devices;
-      BindCallback done;
-    };
-    GangKey key;
-    std::vector<Member> members;
-    std::vector<char> patched;         // [i]: member i's devices landed (written by its task only)
-    std::atomic<bool> failing{false};  // a devices patch failed: the commit point is lost
-    std::mutex mu;
-    Status failure = OkStatus();       // guarded by mu: the first failure
-  };
-
   struct PlannedEviction;  // admission.cc: a victim gang a pass chose
   struct AdmissionPlan;    // admission.cc: what one pass decided
   class AdmissionDriver;  // admission.cc: the ledger as the engine's (read-only) driver
   friend class AdmissionDriver;
 
-  FilterResult FilterGang(const FilterArgs& args);
-  void RememberPod(const PodInfo& pod);  // exclusive lock held
   std::optional<int> EffectiveMin(const GangRecord& g, MonotonicTime now) const;
   placement::GangSpec SpecOf(const GangRecord& g, int members) const;
   // Plans and reserves (filter, for an ungated gang; mu_ held exclusively, admission_mu_
   // not held); "" on success, else why not (also kept in last_no_fit). A plan beyond the
   // gang's team queue's quota is refused with the queue's reason (QuotaRefusal), and
   // *over_quota set: preempting on its nodes would not help (it fits there).
-  std::string TryPlan(GangRecord& g, MonotonicTime now, bool* over_quota = nullptr);
+  std::string TryPlan(GangRecord& g, MonotonicTime now, bool* over_quota) override;
   std::string TryPlanOnce(GangRecord& g, MonotonicTime now, bool* over_quota);  // TryPlan without the count
   // Why `members` of `g` on `pool` do not fit in its team queue now ("" = they do): the
   // engine's queue ledger plus uncounted_. mu_ held exclusively (reads engine_ and queues_
@@ -210,11 +154,7 @@ class Extender {
   // (nullopt = no such pod; plan on the ledger's state itself).
   std::optional<placement::ClusterState> StateWithNominatedHolds(const placement::ClusterState& base,
                                                                 int priority) const;
-  void ReleaseBarrier(const GangKey& key);          // exclusive lock held
-  void FailBarrier(const GangKey& key, const std::string& why);  // exclusive lock held
-  void FailCommit(const std::shared_ptr<GangCommit>& commit);      // on the write pool, no lock
-  void BindCommitted(const std::shared_ptr<GangCommit>& commit);   // on the write pool, no lock
-  int CommittedMembers(const GangKey& key) const;
+  // Bind barriers past their deadline (BindVerb) and plans nobody binds against.
   bool AnyExpired(MonotonicTime now) const;         // shared lock held
   void ExpireBarriersAndPlans(MonotonicTime now);   // exclusive lock held
   // The admission pass (admission_mu_ held): Pass under the shared lock, each admission
@@ -230,7 +170,7 @@ class Extender {
                                 const placement::GangPlan& plan) const;
   void CarryOutEviction(const PlannedEviction& e);  // exclusive lock held
   const TrainingJobInfo* JobOf(const GangKey& gang) const;  // the TrainingJob its first member runs
-  scheduling::GangRequest EngineRequestOf(const GangRecord& g, int members) const;
+  scheduling::GangRequest EngineRequestOf(const GangRecord& g, int members) const override;
   // The team queue a gang runs in: its first member's phalanx.io/queue label, else the
   // queue selecting its namespace, else "" (the default queue). admission_mu_ and mu_ held,
   // or mu_ held exclusively (the locking rule at the members).
@@ -244,20 +184,21 @@ class Extender {
   // --- MIG pods in team queues (mig_queues.cc) ---
   // Why `pod`'s queue has no room for its MIG devices, per pool a queue has a quota in (a
   // pool not named: room, or not limited). Empty without queues. mu_ held exclusively.
-  PoolRefusals MigQuotaRefusals(const PodInfo& pod);
+  PoolRefusals MigQuotaRefusals(const PodInfo& pod) override;
   // What the quota check judges of a MIG pod: its booking key and milli-GPUs; nullopt when
   // there is nothing to judge (queues off, no countable MIG request, or the pod is counted
   // already: a retried filter or bind). mu_ held exclusively.
   std::optional<std::pair<GangKey, scheduling::Milli>> MigQuotaSubject(const PodInfo& pod);
   // The commit point at bind: why `pod` may not take its MIG devices on `node` ("" = it may;
   // a pod counted already may). mu_ held exclusively.
-  std::string MigQuotaRefusalAt(const PodInfo& pod, const NodeName& node);
+  std::string MigQuotaRefusalAt(const PodInfo& pod, const NodeName& node) override;
   // Counts a MIG pod just bound on `node` in uncounted_ until the next pass books it.
-  void RecordUncountedMig(const PodInfo& pod, const NodeName& node);  // mu_ held exclusively
+  void RecordUncountedMig(const PodInfo& pod, const NodeName& node) override;  // mu_ held exclusively
   // The pass: books every pod holding MIG devices in the engine's queue ledger
   // (Engine::BookOutside), unbooks those gone. True if a booking was dropped (quota freed).
   // admission_mu_ and mu_ (shared) held.
   bool BookMigHolders(MonotonicTime now);
+  bool QueuesOn() const override { return queues_on_.load(); }
   std::vector<QueueStatusInfo> QueueStatusesLocked() const;  // admission_mu_ and mu_ held
   // "; queue team-a (H100: 8/8 nominal GPUs used, 0 borrowed, 0 lent)"; "" without queues.
   std::string DescribeQueue(const GangRecord& g) const;      // admission_mu_ and mu_ held
@@ -267,19 +208,6 @@ class Extender {
   // Plans complete ungated gangs refused at filter and touches their waiting members.
   void RequeueUngatedGangs(MonotonicTime now);  // admission_mu_ held; takes mu_
   bool RequeueDue(const GangRecord& g, MonotonicTime now) const;  // admission_mu_ and mu_ held
-  void RecordFilterSummary(const PodInfo& pod, const FilterResult& r);
-  // The same from counts per reason text (the whole-GPU filter's detailed texts).
-  void RecordFilterSummary(const PodInfo& pod, size_t passed, size_t candidates,
-                           const std::vector<std::pair<std::string_view, int>>& counts);
-  double GpuSecondsAtRisk(const PodRecord& pod, SystemTime now, double* notice, std::string* job) const;
-  PreemptResult PreemptGang(const PreemptArgs& args, const PodRecord& preemptor);
-  // `reason` "" = "preempted by <preemptor> (priority N)" (tier preemption).
-  void RequestNotice(const std::map<std::string, std::string>& jobs, const PodInfo& preemptor,
-                     std::string_view reason = {});
-  // Why the API server would refuse evicting all of `victims` ("" = it would not). Lock held.
-  std::string BudgetRefusal(const std::vector<const PodRecord*>& victims) const;
-  void OnEvictionReport(const EvictionReport& report);
-  void Event(const PodInfo& pod, std::string_view type, std::string_view reason, std::string_view note);
 
   const ExtenderConfig config_;
   Clock& clock_;
@@ -330,15 +258,17 @@ class Extender {
     PodUid mig_pod;  // a MIG pod (key MigBookingKey): counted while it holds MIG devices
   };
   std::map<GangKey, UncountedUse> uncounted_;
-  std::map<GangKey, Barrier> barriers_;           // guarded by mu_
-  // Pods seen only in filter requests (embedded mode, or before the informer): bind
-  // needs their request. Bounded; guarded by summaries_mu_.
-  mutable std::mutex summaries_mu_;
-  std::unordered_map<PodUid, PodInfo> seen_pods_;
-  std::unordered_map<std::string, std::string> filter_summaries_;  // ns/name -> words
+  RequestMemory memory_;  // its own (leaf) lock
 
-  const BudgetSource* budgets_ = nullptr;
-  EventSink* events_ = nullptr;
+  // What the verbs see (verbs/verb_handle.h), and the verbs. The bind barriers are bind_'s,
+  // guarded by mu_. Declared before evictor_ and io_, whose threads run their callbacks.
+  VerbHandle handle_{config_, clock_, leadership_, stats_, mu_, ledger_, memory_};
+  Disruptions disruptions_{clock_, ledger_, stats_, {writer_, io_}, evictor_};  // outlives evictor_ (its reports)
+  FilterVerb filter_{handle_, *this};
+  PrioritizeVerb prioritize_{handle_};
+  PreemptVerb preempt_{handle_, admission_mu_, engine_, disruptions_, *this};
+  BindVerb bind_{handle_, {writer_, io_}, *this};
+
   GangEvictor evictor_{writer_};  // before io_: finishes its jobs after io_ has stopped
   WritePool io_;  // last: its threads stop before the members they use go away
 };

@@ -1,4 +1,4 @@
-// Helpers shared by the Extender's translation units (one per verb). Internal.
+// Helpers shared by the extender's verbs, admission and introspection. Internal.
 #pragma once
 
 #include <algorithm>
@@ -9,9 +9,9 @@
 
 #include "core/placement/node_score.h"
 #include "core/scheduling/tier_policy.h"
-#include "extender/cluster_writer.h"
-#include "extender/ledger.h"
-#include "extender/wire.h"
+#include "extender/state/ledger.h"
+#include "extender/verbs/wire.h"
+#include "extender/writes/cluster_writer.h"
 
 namespace phalanx::extender::internal {
 

@@ -29,8 +29,8 @@
 #include "core/kube/api_error.h"
 #include "core/kube/client.h"
 #include "core/kube/config.h"
-#include "core/kube/event_recorder.h"
 #include "core/kube/cpprest_transport.h"
+#include "core/kube/event_recorder.h"
 #include "core/kube/leader_election.h"
 #include "core/kube/malloc_tuning.h"
 #include "core/log/log.h"
@@ -38,21 +38,21 @@
 #include "core/log/logger_factory.h"
 #include "core/metrics/build_info.h"
 #include "core/metrics/registry.h"
-#include "extender/budgeted_transport.h"
+#include "extender/admission/gang_events.h"
 #include "extender/config.h"
 #include "extender/extender.h"
-#include "extender/gang_events.h"
-#include "extender/kube_cluster_writer.h"
-#include "extender/kube_events.h"
-#include "extender/kube_leadership.h"
-#include "extender/kube_sync.h"
-#include "extender/queue_status.h"
-#include "extender/scheduler_lease_follower.h"
-#include "extender/server.h"
-#include "extender/snapshot.h"
-#include "extender/webhook_cert_rotator.h"
-#include "extender/webhook_server.h"
-#include "extender/write_budget.h"
+#include "extender/objects/snapshot.h"
+#include "extender/queues/queue_status.h"
+#include "extender/server/server.h"
+#include "extender/sync/kube_leadership.h"
+#include "extender/sync/kube_sync.h"
+#include "extender/sync/scheduler_lease_follower.h"
+#include "extender/webhook/webhook_cert_rotator.h"
+#include "extender/webhook/webhook_server.h"
+#include "extender/writes/budgeted_transport.h"
+#include "extender/writes/kube_cluster_writer.h"
+#include "extender/writes/kube_events.h"
+#include "extender/writes/write_budget.h"
 
 namespace {
 
@@ -155,11 +155,11 @@ struct Flags {
   bool standby_ready = false;
   std::string follow_scheduler_lease;  // NAMESPACE/NAME; "" = campaign on our own
   log::LogOptions log_options;
-  // The gang-gate admission webhook (extender/webhook_server.h); off without --webhook-addr.
+  // The gang-gate admission webhook (extender/webhook/webhook_server.h); off without --webhook-addr.
   std::string webhook_addr, webhook_tls_cert, webhook_tls_key;
   std::string webhook_scheduler_name = "phalanx-scheduler";
   std::optional<extender::WebhookServerOptions> webhook;  // validated from the four above
-  // Self-managed certificate (extender/webhook_cert_rotator.h); replaces the two files.
+  // Self-managed certificate (extender/webhook/webhook_cert_rotator.h); replaces the two files.
   std::string webhook_cert_secret, webhook_configuration, webhook_service;
   std::string webhook_cert_dir = "/tmp/phalanx-webhook-certs";
   std::string webhook_cert_validity = "365d", webhook_cert_ca_validity = "3650d", webhook_cert_renew_before = "30d";

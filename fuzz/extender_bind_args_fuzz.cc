@@ -1,5 +1,5 @@
-// kube-scheduler's ExtenderBindingArgs (POST /bind body): extender/wire.h.
-#include "extender/wire.h"
+// kube-scheduler's ExtenderBindingArgs (POST /bind body): extender/verbs/wire.h.
+#include "extender/verbs/wire.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
 // A GpuQueue custom resource and a Namespace as the extender's watches deliver them
-// (extender/queue_sync.h).
+// (extender/queues/queue_sync.h).
 #include "core/json/json.h"
-#include "extender/queue_sync.h"
+#include "extender/queues/queue_sync.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,9 +1,9 @@
-// A Pod as the API server returns it (extender/k8s_objects.h ParsePod), and the pod annotation
+// A Pod as the API server returns it (extender/objects/k8s_objects.h ParsePod), and the pod annotation
 // phalanx.io/devices on its own (ParseDeviceAssignment): the input is a Pod when it parses as JSON
 // with an object at the top, else the annotation value. Contract for the annotation: what it
 // accepts encodes and parses back to itself.
 #include "core/json/json.h"
-#include "extender/k8s_objects.h"
+#include "extender/objects/k8s_objects.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
-// The API server's AdmissionReview (POST /mutate-pods): extender/webhook.h. Contract: 200 with an
+// The API server's AdmissionReview (POST /mutate-pods): extender/webhook/webhook.h. Contract: 200 with an
 // AdmissionReview that is valid JSON, or 400; never anything else.
 #include "core/json/json.h"
-#include "extender/webhook.h"
+#include "extender/webhook/webhook.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -14,8 +14,8 @@
 #include "core/json/json.h"
 #include "core/topology/reference_machines.h"
 #include "core/topology/topology_codec.h"
-#include "extender/k8s_objects.h"
-#include "extender/wire.h"
+#include "extender/objects/k8s_objects.h"
+#include "extender/verbs/wire.h"
 
 namespace phalanx::extender::bench {
 

@@ -25,7 +25,7 @@
 #include "core/base/clock.h"
 #include "core/metrics/registry.h"
 #include "extender/extender.h"
-#include "extender/server.h"
+#include "extender/server/server.h"
 
 namespace phalanx::extender::bench {
 namespace {

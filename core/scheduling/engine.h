@@ -1,6 +1,6 @@
 // The scheduling engine (docs/algorithms.md, "Scheduling engine"): which waiting gang
 // runs next, where, and whom to preempt for it. One object, two drivers: the extender
-// (extender/admission.cc) drives it from its ledger, the simulator (sim/policy/
+// (extender/admission/admission.cc) drives it from its ledger, the simulator (sim/policy/
 // phalanx_policy.cc) from its event queue; both call Pass() and apply what the engine
 // asks through EngineDriver. Nothing here reads a clock or does I/O.
 //

@@ -21,7 +21,7 @@
 // Pure functions; the engine feeds them forecasts (release_forecast.h).
 //
 // ChoosePricedPreemption is THE choice: the engine's own preemption (engine_preemption.cc)
-// and the extender's preempt verb (extender/preempt.cc, through Engine::QuotePreemption)
+// and the extender's preempt verb (extender/verbs/preempt.cc, through Engine::QuotePreemption)
 // both call it, so what kube-scheduler is offered and what the simulator applies cannot
 // drift apart.
 #pragma once

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/json/json.h"
-#include "extender/ledger.h"
-#include "extender/snapshot.h"
+#include "extender/objects/snapshot.h"
+#include "extender/state/ledger.h"
 
 namespace phalanx::sim {
 

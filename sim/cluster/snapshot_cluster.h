@@ -1,5 +1,5 @@
 // A cluster snapshot (`kubectl get nodes,pods -A -o json`) as simulator input: read with
-// the extender's --cluster-snapshot reader (extender/snapshot.h) and turned into the
+// the extender's --cluster-snapshot reader (extender/objects/snapshot.h) and turned into the
 // extender's own ledger (extender::Ledger), so nodes, GPU topology, health, MIG devices
 // and the pods already bound — which hold their GPUs for the whole replay — are exactly
 // what the extender would see. Pending pods of the snapshot are ignored (the workload

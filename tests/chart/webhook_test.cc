@@ -10,8 +10,8 @@
 #include <set>
 
 #include "core/kube/config.h"
-#include "extender/webhook_cert_rotator.h"
-#include "extender/webhook_server.h"
+#include "extender/webhook/webhook_cert_rotator.h"
+#include "extender/webhook/webhook_server.h"
 #include "tests/chart/chart_env.h"
 #include "tests/chart/rendering.h"
 

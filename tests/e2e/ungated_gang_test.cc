@@ -2,7 +2,7 @@
 // v1.26's scheduling queue (the SchedulerDriver's model, drivers/scheduling_queue.h). A member the
 // extender refuses while its gang is incomplete is parked in unschedulablePods, which nothing
 // about its gang leaves; the active extender touches it (phalanx.io/requeued-at) once the gang
-// can be placed, and the pod update brings it back (extender/gang_requeue.cc). Without that,
+// can be placed, and the pod update brings it back (extender/admission/gang_requeue.cc). Without that,
 // the members wait for the 5-minute flush: the test would miss its 60 s deadline.
 #include <gtest/gtest.h>
 

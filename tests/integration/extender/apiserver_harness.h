@@ -33,8 +33,8 @@
 #include "core/topology/reference_machines.h"
 #include "core/topology/topology_codec.h"
 #include "tests/e2e/harness/process.h"
-#include "tests/integration/extender/run_dir.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
+#include "tests/integration/extender/run_dir.h"
 
 namespace phalanx::extender::itest {
 

@@ -1,4 +1,4 @@
-// scheduler.replicas > 1 (extender/scheduler_lease_follower.h): two extenders, each in "its"
+// scheduler.replicas > 1 (extender/sync/scheduler_lease_follower.h): two extenders, each in "its"
 // scheduler pod (POD_NAME), follow kube-scheduler's Lease phalanx-scheduler. Only the one whose
 // pod's kube-scheduler holds it takes Lease phalanx-extender and binds; when the holder moves,
 // the active extender moves with it, and back.
@@ -71,7 +71,7 @@ TEST_F(SchedulerLeaseFixture, TheActiveExtenderFollowsKubeSchedulersLease) {
   EXPECT_NE(BindError(a.Post("bind", BindBody(p1, "dgx-1"))).find("not the active one"), std::string::npos);
   ASSERT_TRUE(WaitUntil([&] { return BindError(b.Post("bind", BindBody(p1, "dgx-1"))).empty(); })) << b.Log();
   EXPECT_EQ(cluster.Get("ml", "p1")["spec"]["nodeName"], "dgx-1");
-  // The ledger's GPU gauges on /metrics (extender/ledger_metrics.h), the same on both replicas.
+  // The ledger's GPU gauges on /metrics (extender/state/ledger_metrics.h), the same on both replicas.
   for (ExtenderProcess* e : {&a, &b}) {
     EXPECT_TRUE(WaitUntil([&] {
       return Http(e->metrics_port(), "GET", "/metrics").body.find(

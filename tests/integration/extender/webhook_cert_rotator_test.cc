@@ -1,4 +1,4 @@
-// The self-managed webhook certificate (extender/webhook_cert_rotator.h) against the in-process
+// The self-managed webhook certificate (extender/webhook/webhook_cert_rotator.h) against the in-process
 // fake API server, which calls the webhook as kube-apiserver does (MutatingWebhookConfiguration,
 // Service -> Endpoints, TLS verified against caBundle for <svc>.<ns>.svc): replicas racing on
 // an empty Secret converge on one pair, and a CA rotation keeps the old CA trusted while the
@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "core/kube/client.h"
-#include "extender/webhook_cert_rotator.h"
-#include "extender/webhook_server.h"
+#include "extender/webhook/webhook_cert_rotator.h"
+#include "extender/webhook/webhook_server.h"
 #include "tests/fakes/apiserver/fake_apiserver.h"
 
 namespace phalanx::extender {

@@ -1,5 +1,5 @@
 // The real phalanx-extender binary serving the gang-gate admission webhook over HTTPS
-// (--webhook-addr, extender/webhook_server.h): certificates are made here with the openssl
+// (--webhook-addr, extender/webhook/webhook_server.h): certificates are made here with the openssl
 // CLI, and the client verifies the server as kube-apiserver does (CA bundle + DNS name).
 #include <openssl/evp.h>
 

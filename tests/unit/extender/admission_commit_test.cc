@@ -1,5 +1,5 @@
 // Admission is planned under the ledger's shared lock and each admission committed under
-// the exclusive one (extender/admission.cc). What changes in between must never be
+// the exclusive one (extender/admission/admission.cc). What changes in between must never be
 // overwritten: the commit re-checks the admission and applies it whole or not at all; a
 // gang whose admission no longer holds keeps waiting and is planned afresh.
 #include <gtest/gtest.h>

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "extender/config.h"
-#include "extender/ledger.h"
-#include "extender/snapshot.h"
+#include "extender/objects/snapshot.h"
+#include "extender/state/ledger.h"
 #include "tests/unit/extender/test_cluster.h"
 
 namespace phalanx::extender::testing {

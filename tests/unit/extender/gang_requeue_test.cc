@@ -1,4 +1,4 @@
-// Ungated gangs behind kube-scheduler's unschedulable queue (extender/gang_requeue.cc): once the
+// Ungated gangs behind kube-scheduler's unschedulable queue (extender/admission/gang_requeue.cc): once the
 // gang can be placed, the active extender touches each member its filter refused, once per plan,
 // so that kube-scheduler retries it (a pod update is what moves a pod out of v1.26's
 // unschedulablePods when no cluster event comes).

@@ -1,6 +1,6 @@
-// Cluster GPU gauges from the ledger (extender/ledger_metrics.h): the state partition per
+// Cluster GPU gauges from the ledger (extender/state/ledger_metrics.h): the state partition per
 // pool, FGD fragmentation with the pods' task mix, pending gangs, and the exposition.
-#include "extender/ledger_metrics.h"
+#include "extender/state/ledger_metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 
 #include "core/json/json.h"
 #include "core/topology/reference_machines.h"
-#include "extender/mig_filter.h"
-#include "extender/mig_requests.h"
+#include "extender/mig/mig_filter.h"
+#include "extender/mig/mig_requests.h"
 #include "tests/unit/extender/test_cluster.h"
 
 namespace phalanx::extender::testing {

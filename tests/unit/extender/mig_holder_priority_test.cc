@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "core/topology/reference_machines.h"
-#include "extender/mig_filter.h"
+#include "extender/mig/mig_filter.h"
 #include "tests/unit/extender/test_cluster.h"
 
 namespace phalanx::extender::testing {

@@ -1,4 +1,4 @@
-// Pods on MIG devices in team queues (extender/mig_queues.cc): a pod's MIG devices count in
+// Pods on MIG devices in team queues (extender/mig/mig_queues.cc): a pod's MIG devices count in
 // its queue's quota of the node's pool (3g.40gb = 0.428 GPU); filter refuses a pod its queue
 // has no room for on every node as unresolvable, bind re-checks, the admission pass books
 // bound pods in the engine (GpuQueue status shows them). Without queues nothing changes.

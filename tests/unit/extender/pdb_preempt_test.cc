@@ -1,11 +1,11 @@
 // PodDisruptionBudgets in preemption (issue 15 item 5): the victim set is checked whole, before
-// anything is written, as the eviction API would judge it (extender/pod_disruption_budgets.h);
+// anything is written, as the eviction API would judge it (extender/eviction/pod_disruption_budgets.h);
 // and the GangEvictor never leaves a gang partly evicted when the API server refuses anyway.
 #include <gtest/gtest.h>
 
 #include "core/json/json.h"
-#include "extender/gang_evictor.h"
-#include "extender/pod_disruption_budgets.h"
+#include "extender/eviction/gang_evictor.h"
+#include "extender/eviction/pod_disruption_budgets.h"
 #include "tests/unit/extender/test_cluster.h"
 
 namespace phalanx::extender::testing {

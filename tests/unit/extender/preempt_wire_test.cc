@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json/json.h"
-#include "extender/wire.h"
+#include "extender/verbs/wire.h"
 
 namespace phalanx::extender {
 namespace {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json/json.h"
-#include "extender/k8s_objects.h"
+#include "extender/objects/k8s_objects.h"
 #include "tests/unit/extender/test_cluster.h"
 
 namespace phalanx::extender::testing {

@@ -1,9 +1,9 @@
-// GpuQueue status (extender/queue_status.h): what the plan writes, when it writes nothing, and
+// GpuQueue status (extender/queues/queue_status.h): what the plan writes, when it writes nothing, and
 // the two conditions with their transition times. Pure: its own clocks, no API server.
 #include <gtest/gtest.h>
 
 #include "core/json/json.h"
-#include "extender/queue_status.h"
+#include "extender/queues/queue_status.h"
 
 namespace phalanx::extender {
 namespace {

@@ -1,10 +1,10 @@
-// GpuQueue objects as team queues (extender/queue_sync.h): pure, no API server. Their status
-// (extender/queue_status.h): queue_status_test.cc.
+// GpuQueue objects as team queues (extender/queues/queue_sync.h): pure, no API server. Their status
+// (extender/queues/queue_status.h): queue_status_test.cc.
 #include <gtest/gtest.h>
 
 #include "core/json/json.h"
 #include "extender/config.h"
-#include "extender/queue_sync.h"
+#include "extender/queues/queue_sync.h"
 
 namespace phalanx::extender {
 namespace {

@@ -1,6 +1,6 @@
-// The follower's decision (extender/scheduler_lease_follower.h): campaign only while this pod's
+// The follower's decision (extender/sync/scheduler_lease_follower.h): campaign only while this pod's
 // kube-scheduler holds the followed Lease; keep state when it cannot be read.
-#include "extender/scheduler_lease_follower.h"
+#include "extender/sync/scheduler_lease_follower.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// Self-managed webhook certificates (extender/webhook_certs.h): what OpenSSL makes, and the
+// Self-managed webhook certificates (extender/webhook/webhook_certs.h): what OpenSSL makes, and the
 // rotation rule over a certificate's life, CA renewal included.
-#include "extender/webhook_certs.h"
+#include "extender/webhook/webhook_certs.h"
 
 #include <gtest/gtest.h>
 
-#include "extender/webhook_cert_rotator.h"
+#include "extender/webhook/webhook_cert_rotator.h"
 
 namespace phalanx::extender {
 namespace {

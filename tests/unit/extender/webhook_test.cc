@@ -1,7 +1,7 @@
-// The gang-gate admission webhook's decision (extender/webhook.h) on AdmissionReview v1
+// The gang-gate admission webhook's decision (extender/webhook/webhook.h) on AdmissionReview v1
 // documents shaped as kube-apiserver sends them (admission.k8s.io/v1 schema), and its flags
-// (extender/webhook_server.h).
-#include "extender/webhook.h"
+// (extender/webhook/webhook_server.h).
+#include "extender/webhook/webhook.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "core/json/json.h"
 #include "core/kube/config.h"
-#include "extender/webhook_server.h"
+#include "extender/webhook/webhook_server.h"
 
 namespace phalanx::extender {
 namespace {

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "extender/k8s_objects.h"
-#include "extender/wire.h"
+#include "extender/objects/k8s_objects.h"
+#include "extender/verbs/wire.h"
 
 namespace phalanx::extender {
 namespace {

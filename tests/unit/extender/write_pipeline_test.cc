@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include "extender/budgeted_transport.h"
-#include "extender/write_budget.h"
-#include "extender/write_pool.h"
+#include "extender/writes/budgeted_transport.h"
+#include "extender/writes/write_budget.h"
+#include "extender/writes/write_pool.h"
 #include "tests/unit/extender/test_cluster.h"
 
 namespace phalanx::extender::testing {
