@@ -5,6 +5,9 @@
 #                gate (bench/check) among them, and a few-second smoke of every fuzz target (ctest -L fuzz)
 #   make fuzz  - build the libFuzzer targets with clang++ in build-fuzz/ and run each for FUZZ_SECONDS
 #                (default 60); docs/development.md "Fuzzing"
+#   make asan  - the whole suite (no benchmarks, no fuzz smoke) built with g++ -fsanitize=address,undefined
+#                in build-asan/ and run; docs/hardening.md "Sanitizers". Nightly-style: too long for CI
+#   make tsan  - the concurrency-heavy tests (ctest label `tsan`) built with -fsanitize=thread in build-tsan/
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DPHALANX_WERROR=ON
@@ -14,7 +17,7 @@ ifneq ($(shell command -v ccache 2>/dev/null),)
 CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 endif
 
-.PHONY: all deps configure build build-cli demo test fuzz clean
+.PHONY: all deps configure build build-cli demo test fuzz asan tsan clean
 
 all: build
 
@@ -58,5 +61,22 @@ fuzz:
 	./scripts/install-deps.sh --fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) ./scripts/fuzz.sh
 
+# Sanitizer builds (docs/hardening.md "Sanitizers"), each in a build directory of its own. Not part of
+# `make test`: the ASan suite takes longer than CI's budget on 2 cores (last result in bench/RESULTS.md).
+# scripts/sanitizer-test.sh sets the *_OPTIONS; tests/sanitizers/ holds the commented suppressions.
+SANITIZE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DPHALANX_WERROR=OFF -DPHALANX_BUILD_BENCH=OFF
+ifneq ($(shell command -v ccache 2>/dev/null),)
+SANITIZE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+endif
+asan: deps
+	cmake -S . -B build-asan $(SANITIZE_FLAGS) -DPHALANX_SANITIZE=address,undefined
+	cmake --build build-asan -j $(JOBS)
+	./scripts/sanitizer-test.sh asan build-asan -j $(JOBS)
+
+tsan: deps
+	cmake -S . -B build-tsan $(SANITIZE_FLAGS) -DPHALANX_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS) --target tsan_tests
+	./scripts/sanitizer-test.sh tsan build-tsan -L tsan -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan

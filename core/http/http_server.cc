@@ -72,7 +72,8 @@ class HttpServer::Impl {
     if (state_ != State::kNew) return FailedPreconditionError("HTTP server was already started");
     const ServerOptions& options = core_->options;
     if (options.tls) {
-      PHX_ASSIGN_OR_RETURN(core_->tls, internal::MakeServerTlsContext(*options.tls));
+      PHX_ASSIGN_OR_RETURN(auto context, internal::MakeServerTlsContext(*options.tls));
+      core_->SetTls(std::move(context));
     }
     PHX_ASSIGN_OR_RETURN(const tcp::endpoint endpoint,
                          ResolveListenAddress(io_, options.address, options.port));
@@ -101,6 +102,17 @@ class HttpServer::Impl {
     state_ = State::kRunning;
     core_->logger->info("Started HTTP server address={}:{} tls={} ioThreads={}", options.address,
                         port_.load(), options.tls.has_value(), threads);
+    return OkStatus();
+  }
+
+  Status ReloadTls() {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    const ServerOptions& options = core_->options;
+    if (!options.tls) return FailedPreconditionError("HTTP server has no TLS to reload");
+    if (state_ != State::kRunning) return FailedPreconditionError("HTTP server is not running");
+    PHX_ASSIGN_OR_RETURN(auto context, internal::MakeServerTlsContext(*options.tls));
+    core_->SetTls(std::move(context));
+    core_->logger->info("Reloaded HTTP server TLS certificate port={} cert={}", port_.load(), options.tls->cert_file);
     return OkStatus();
   }
 
@@ -232,6 +244,8 @@ void HttpServer::HandlePrefix(std::string method, std::string prefix, Handler ha
 Status HttpServer::Start() { return impl_->Start(); }
 
 uint16_t HttpServer::port() const { return impl_->port(); }
+
+Status HttpServer::ReloadTls() { return impl_->ReloadTls(); }
 
 void HttpServer::Shutdown(std::chrono::milliseconds grace) { impl_->Shutdown(grace); }
 

@@ -147,6 +147,12 @@ class HttpServer {
   Status Start();
   uint16_t port() const;
 
+  // Re-reads ServerOptions::tls's files (a renewed certificate) and hands the new context to the
+  // connections accepted from now on; open connections keep the one they started with and the
+  // listener never closes. A pair that does not load is an error (InvalidArgument, as Start) and
+  // the old one keeps serving. FailedPrecondition without TLS or when not running.
+  Status ReloadTls();
+
   // Stops accepting, lets in-flight requests finish for up to `grace`, closes streams, joins
   // threads. Idempotent. Streams are ended with their terminating chunk; connections whose
   // reply is still pending after `grace` are closed (their writers become no-ops).

@@ -12,6 +12,16 @@ ServerCore::ServerCore(ServerOptions server_options)
       logger(options.logger ? options.logger : spdlog::default_logger()),
       routes_(std::make_shared<const RouteTable>()) {}
 
+std::shared_ptr<boost::asio::ssl::context> ServerCore::tls() const {
+  std::lock_guard<std::mutex> lock(tls_mu_);
+  return tls_;
+}
+
+void ServerCore::SetTls(std::shared_ptr<boost::asio::ssl::context> context) {
+  std::lock_guard<std::mutex> lock(tls_mu_);
+  tls_ = std::move(context);  // the old one lives on in the sessions that hold it
+}
+
 std::shared_ptr<const RouteTable> ServerCore::routes() const {
   std::lock_guard<std::mutex> lock(routes_mu_);
   return routes_;

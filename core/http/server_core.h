@@ -3,7 +3,7 @@
 // the TLS context (which Asio does not bind to an io_context).
 //
 // Thread-safety: all members are safe to use from any thread (mutexes and atomics as marked);
-// `options`, `logger` and `tls` are set before the first connection exists and never change.
+// `options` and `logger` are set before the first connection exists and never change.
 #pragma once
 
 #include <atomic>
@@ -28,7 +28,11 @@ struct ServerCore {
 
   const ServerOptions options;
   const std::shared_ptr<spdlog::logger> logger;
-  std::unique_ptr<boost::asio::ssl::context> tls;  // set by Start() when options.tls is set
+  // The TLS context a new connection takes (null without options.tls): set by Start(), replaced by
+  // HttpServer::ReloadTls(). Each TLS session keeps a reference to the one it started with, so a
+  // reload changes nothing for open connections and the listener never closes.
+  std::shared_ptr<boost::asio::ssl::context> tls() const;
+  void SetTls(std::shared_ptr<boost::asio::ssl::context> context);
 
   std::atomic<bool> draining{false};
 
@@ -46,6 +50,9 @@ struct ServerCore {
   bool WaitForNoConnections(std::chrono::steady_clock::time_point deadline);
 
  private:
+  mutable std::mutex tls_mu_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;  // guarded by tls_mu_
+
   mutable std::mutex routes_mu_;
   std::shared_ptr<const RouteTable> routes_;  // guarded by routes_mu_; copy-on-write
 

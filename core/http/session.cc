@@ -61,10 +61,12 @@ class Session final : public Connection {
  public:
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
-  Session(std::shared_ptr<ServerCore> core, tcp::socket socket, Strand strand)
+  Session(std::shared_ptr<ServerCore> core, tcp::socket socket, Strand strand,
+          std::shared_ptr<asio::ssl::context> tls)
       : Connection(strand),
         core_(std::move(core)),
-        stream_(MakeStream(std::move(socket), *core_)),
+        tls_(std::move(tls)),
+        stream_(MakeStream(std::move(socket), tls_.get())),
         timer_(strand) {}
 
   ~Session() override {
@@ -160,11 +162,11 @@ class Session final : public Connection {
     size_t backlog = 0;  // stream bytes counted in Exchange::backlog_bytes
   };
 
-  static Stream MakeStream(tcp::socket socket, ServerCore& core) {
+  static Stream MakeStream(tcp::socket socket, asio::ssl::context* tls) {
     if constexpr (kTls) {
-      return Stream(std::move(socket), *core.tls);
+      return Stream(std::move(socket), *tls);
     } else {
-      (void)core;
+      (void)tls;
       return socket;
     }
   }
@@ -477,6 +479,9 @@ class Session final : public Connection {
   }
 
   const std::shared_ptr<ServerCore> core_;
+  // The context this session started with (null when plain), kept for its whole life: a reload
+  // (ServerCore::SetTls) gives only later sessions the new certificate. Declared before stream_.
+  const std::shared_ptr<asio::ssl::context> tls_;
   Stream stream_;
   asio::steady_timer timer_;
   Clock::time_point deadline_ = Clock::time_point::max();
@@ -511,10 +516,10 @@ class Session final : public Connection {
 
 std::shared_ptr<Connection> MakeSession(std::shared_ptr<ServerCore> core, tcp::socket socket,
                                         Connection::Strand strand) {
-  if (core->tls) {
-    return std::make_shared<Session<TlsStream>>(std::move(core), std::move(socket), strand);
+  if (auto tls = core->tls()) {
+    return std::make_shared<Session<TlsStream>>(std::move(core), std::move(socket), strand, std::move(tls));
   }
-  return std::make_shared<Session<tcp::socket>>(std::move(core), std::move(socket), strand);
+  return std::make_shared<Session<tcp::socket>>(std::move(core), std::move(socket), strand, nullptr);
 }
 
 }  // namespace phalanx::http::internal

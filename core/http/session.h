@@ -12,8 +12,9 @@ namespace phalanx::http::internal {
 
 struct ServerCore;
 
-// A TLS session when core->tls is set, plain otherwise. `socket` must use `strand` as its
-// executor. Call Start() on the strand after registering the connection with the core.
+// A TLS session (with the context core->tls() gives now) when the server has TLS, plain
+// otherwise. `socket` must use `strand` as its executor. Call Start() on the strand after
+// registering the connection with the core.
 std::shared_ptr<Connection> MakeSession(std::shared_ptr<ServerCore> core,
                                         boost::asio::ip::tcp::socket socket,
                                         Connection::Strand strand);

@@ -92,7 +92,7 @@ WebhookServer::~WebhookServer() { Shutdown(); }
 std::unique_ptr<http::HttpServer> WebhookServer::MakeServer() const {
   http::ServerOptions so;
   so.address = options_.host;
-  so.port = port_ ? port_ : options_.port;  // a reload keeps the port it first bound
+  so.port = options_.port;
   so.max_body_bytes = options_.max_body_bytes;
   so.tls = http::TlsOptions{.cert_file = options_.cert_file, .key_file = options_.key_file, .client_ca_file = ""};
   so.logger = options_.logger;
@@ -134,26 +134,14 @@ Status WebhookServer::Start() {
     while (!cv_.wait_for(lock, options_.cert_poll, [&] { return stop_; })) {
       const std::string now = Stamp();
       if (now.empty() || now == loaded || now == refused) continue;
-      // Check the new pair before giving up the listener that works (a half-renewed pair,
-      // cert without its key, fails here and is retried on the next change).
-      auto context = http::internal::MakeServerTlsContext(
-          {.cert_file = options_.cert_file, .key_file = options_.key_file, .client_ca_file = ""});
-      if (!context.ok()) {
+      // Swapped in place: the listener never closes, open connections keep the old pair. A
+      // half-renewed pair (cert without its key) does not load and is retried on the next change.
+      if (Status st = server_->ReloadTls(); !st.ok()) {
         options_.logger->warn("Webhook certificate changed but does not load; serving the old one err={}",
-                              context.status().message());
+                              st.message());
         refused = now;
         continue;
       }
-      server_->Shutdown(std::chrono::seconds(1));
-      auto next = MakeServer();
-      if (Status st = next->Start(); !st.ok()) {
-        options_.logger->error("Webhook listener did not restart with the new certificate; retrying err={}",
-                               st.message());
-        server_ = std::move(next);  // not started: Shutdown is a no-op; retried below
-        loaded = "";
-        continue;
-      }
-      server_ = std::move(next);
       loaded = now;
       refused.clear();
       options_.logger->info("Webhook certificate reloaded cert={}", options_.cert_file);

@@ -3,8 +3,8 @@
 //   POST /mutate-pods   AdmissionReview v1 -> AdmissionReview v1 (400 on a malformed review)
 // The certificate and key are re-read when either file changes (a renewed Secret: kubelet
 // swaps the mounted files; cert-manager renews before expiry). A new pair that does not load
-// is logged and the old one keeps serving. The swap restarts the listener on the same port:
-// a review arriving in that instant fails, and failurePolicy Ignore admits the pod ungated.
+// is logged and the old one keeps serving. The swap is in place (HttpServer::ReloadTls): the
+// listener never closes, and connections already open finish on the old pair.
 // Thread-safe; Start once, Shutdown once (or let the destructor do it).
 #pragma once
 

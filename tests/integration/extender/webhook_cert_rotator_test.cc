@@ -2,14 +2,21 @@
 // fake API server, which calls the webhook as kube-apiserver does (MutatingWebhookConfiguration,
 // Service -> Endpoints, TLS verified against caBundle for <svc>.<ns>.svc): replicas racing on
 // an empty Secret converge on one pair, and a CA rotation keeps the old CA trusted while the
-// webhook keeps gating pods.
+// webhook keeps gating pods, refusing none while it swaps certificates.
 #include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <fmt/format.h>
 
 #include "core/kube/client.h"
 #include "extender/webhook/webhook_cert_rotator.h"
@@ -69,6 +76,26 @@ Json Pod(const std::string& ns, const std::string& name, bool gang) {
                  {{{"name", "c"}, {"image", "trainer:1"}, {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
   if (gang) pod["metadata"]["labels"]["phalanx.io/gang"] = "llm";
   return pod;
+}
+
+// The certificate (PEM) the listener on 127.0.0.1:`port` hands a new connection; "" when the
+// connection or the handshake fails.
+std::string ServedCertificate(uint16_t port) {
+  namespace asio = boost::asio;
+  namespace ssl = asio::ssl;
+  asio::io_context io;
+  ssl::context ctx(ssl::context::tls_client);
+  ssl::stream<asio::ip::tcp::socket> stream(io, ctx);
+  boost::system::error_code ec;
+  stream.next_layer().connect({asio::ip::make_address("127.0.0.1"), port}, ec);
+  if (!ec) stream.handshake(ssl::stream_base::client, ec);
+  if (ec) return "";
+  std::unique_ptr<X509, decltype(&X509_free)> cert(SSL_get1_peer_certificate(stream.native_handle()), X509_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+  if (!cert || !bio || PEM_write_bio_X509(bio.get(), cert.get()) != 1) return "";
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(size));
 }
 
 bool Gated(const Json& pod) {
@@ -209,13 +236,53 @@ TEST_F(WebhookCertRotatorTest, CaRotationKeepsTheOldCaTrustedAndTheWebhookKeepsG
   EXPECT_EQ(Decode(data, "ca-signer.crt"), first_ca);
   const std::string old_serving = Decode(data, "tls.crt");
 
+  // Clients create gang pods back to back from before the CA rotation until a while after the
+  // listener serves the new pair: the swap must refuse none of them (failurePolicy Fail turns a
+  // failed webhook call into a refused create). A listener that restarted to reload closed its
+  // port for that instant.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::atomic<bool> swapped{false};
+  std::atomic<int> created{0}, ungated{0}, refused{0};
+  std::mutex refusal_mu;
+  std::string first_refusal;  // guarded by refusal_mu
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0, after_swap = 0; after_swap < 10 && std::chrono::steady_clock::now() < deadline; ++i) {
+        if (swapped.load()) ++after_swap;
+        auto pod = CreatePod(Pod("ml", fmt::format("during-{}-{}", c, i), true));
+        if (!pod.ok()) {
+          std::lock_guard lock(refusal_mu);
+          if (refused++ == 0) first_refusal = pod.status().ToString();
+          continue;
+        }
+        ++created;
+        if (!Gated(*pod)) ++ungated;
+      }
+    });
+  }
+
   // Minute 35: the CA is due (it ends at minute 40). After the pass: a new CA, both CAs in the configuration's bundle
   // (a replica still serving `old_serving` keeps working), and this replica's certificate from
   // the new CA.
   ahead_minutes = 35;
-  ASSERT_TRUE(rotator.ReconcileOnce().ok());
+  EXPECT_TRUE(rotator.ReconcileOnce().ok());  // not ASSERT: the clients are to be joined
   data = (*server_->Get("secrets", kNs, kSecret))["data"];
   const std::string new_ca = Decode(data, "ca-signer.crt");
+  // The listener swaps in the new pair (polled every 50 ms).
+  while (!swapped.load() && std::chrono::steady_clock::now() < deadline) {
+    if (SignedBy(ServedCertificate(webhook->port()), new_ca)) {
+      swapped = true;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_TRUE(swapped.load()) << "the listener never served the certificate from the new CA";
+  EXPECT_EQ(refused.load(), 0) << "creates refused while the listener swapped certificates, first: "
+                               << first_refusal;
+  EXPECT_GT(created.load(), 0);
+  EXPECT_EQ(ungated.load(), 0);
   EXPECT_NE(new_ca, first_ca);
   auto config = server_->Get("mutatingwebhookconfigurations.admissionregistration.k8s.io", "", kConfig);
   const auto trusted = SplitPemBundle(Decode((*config)["webhooks"][0]["clientConfig"], "caBundle"));
@@ -225,29 +292,11 @@ TEST_F(WebhookCertRotatorTest, CaRotationKeepsTheOldCaTrustedAndTheWebhookKeepsG
   EXPECT_TRUE(SignedBy(serving, new_ca));
   EXPECT_EQ(ReadText((dir_ / "a" / "tls.crt").string()), serving);
 
-  // The listener reloads the new pair; the API server (trusting both CAs) still gets the gate.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  bool gated = false;
-  // Known gap (open in issue 27's notes): the listener restarts to load the new pair, so a create
-  // that lands in that window finds the port closed; with this test's failurePolicy Fail it is
-  // refused (the chart's Ignore would admit it ungated, for the filter-time fallback).
-  int refused_in_reload = 0;
-  for (int i = 0; !gated && std::chrono::steady_clock::now() < deadline; ++i) {
-    auto pod = CreatePod(Pod("ml", "after-" + std::to_string(i), true));
-    if (!pod.ok()) {
-      EXPECT_NE(pod.status().message().find("failed calling webhook"), std::string::npos) << pod.status();
-      ++refused_in_reload;
-      continue;
-    }
-    gated = Gated(*pod);
-  }
-  EXPECT_TRUE(gated);
-  EXPECT_LE(refused_in_reload, 3) << "more than a restart's window";
-  for (const auto& call : server_->WebhookCalls()) {
-    if (call.outcome != "patched") {
-      EXPECT_GT(refused_in_reload, 0) << call.outcome;
-    }
-  }
+  // After the swap the API server (trusting both CAs) still gets the gate.
+  auto after = CreatePod(Pod("ml", "after", true));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(Gated(*after));
+  for (const auto& call : server_->WebhookCalls()) EXPECT_EQ(call.outcome, "patched");
 }
 
 TEST_F(WebhookCertRotatorTest, AStaleUpdateOfTheSecretIsAConflict) {

@@ -1,11 +1,21 @@
-// HttpServer over TLS: server certificates, mutual TLS, and configuration errors.
+// HttpServer over TLS: server certificates, mutual TLS, certificate reload, configuration errors.
 #include <cpprest/http_client.h>
 #include <gtest/gtest.h>
+#include <openssl/ssl.h>
 
 #include <atomic>
+#include <filesystem>
+#include <optional>
+
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "core/http/http_server.h"
 #include "tests/unit/core/http/test_certs.h"
+#include "tests/unit/core/http/test_client.h"
 
 namespace phalanx::http {
 namespace {
@@ -16,6 +26,47 @@ using phalanx::testing::TestCerts;
 using web::http::methods;
 using web::http::client::http_client;
 using web::http::client::http_client_config;
+
+// One TLS connection kept open across requests (keep-alive), verifying the server as localhost
+// against a CA file. Every operation has kTestDeadline.
+class TlsConnection {
+ public:
+  // False when the connection or the handshake (certificate verification) fails.
+  bool Open(uint16_t port, const std::string& ca_file) {
+    boost::system::error_code ec;
+    ctx_.load_verify_file(ca_file, ec);
+    if (ec) return false;
+    ctx_.set_verify_mode(boost::asio::ssl::verify_peer);
+    stream_.emplace(io_, ctx_);
+    SSL_set_tlsext_host_name(stream_->native_handle(), "localhost");
+    stream_->set_verify_callback(boost::asio::ssl::host_name_verification("localhost"));
+    auto& tcp = boost::beast::get_lowest_layer(*stream_);
+    tcp.expires_after(testing::kTestDeadline);
+    tcp.socket().connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
+    if (!ec) stream_->handshake(boost::asio::ssl::stream_base::client, ec);
+    return !ec;
+  }
+
+  // The status of GET `path` on this connection; 0 when the exchange fails.
+  int Get(const std::string& path) {
+    namespace bhttp = boost::beast::http;
+    if (!stream_) return 0;
+    boost::beast::get_lowest_layer(*stream_).expires_after(testing::kTestDeadline);
+    bhttp::request<bhttp::empty_body> request{bhttp::verb::get, path, 11};
+    request.set(bhttp::field::host, "localhost");
+    boost::system::error_code ec;
+    bhttp::write(*stream_, request, ec);
+    boost::beast::flat_buffer buffer;
+    bhttp::response<bhttp::string_body> response;
+    if (!ec) bhttp::read(*stream_, buffer, response, ec);
+    return ec ? 0 : static_cast<int>(response.result_int());
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ssl::context ctx_{boost::asio::ssl::context::tls_client};
+  std::optional<boost::beast::ssl_stream<boost::beast::tcp_stream>> stream_;
+};
 
 class TlsTest : public ::testing::Test {
  protected:
@@ -99,6 +150,57 @@ TEST_F(TlsTest, MutualTlsRejectsCertificateFromAnotherCa) {
   http_client client = Client(certs_.ca_cert_file, &*other);
   EXPECT_THROW(client.request(methods::GET, "/secure").get(), web::http::http_exception);
   EXPECT_EQ(calls_.load(), 0);
+}
+
+TEST_F(TlsTest, ReloadServesTheRenewedPairToNewConnectionsAndKeepsOpenOnes) {
+  namespace fs = std::filesystem;
+  // The files a renewal replaces (kubelet swapping a mounted Secret, the webhook's rotator).
+  const std::string cert = dir_.path() + "/tls.crt", key = dir_.path() + "/tls.key";
+  fs::copy_file(certs_.server_cert_file, cert);
+  fs::copy_file(certs_.server_key_file, key);
+  ServerOptions options;
+  options.tls = TlsOptions{cert, key, ""};
+  server_ = std::make_unique<HttpServer>(options);
+  server_->Handle("GET", "/secure", SyncHandler([this](const Request&) {
+                    ++calls_;
+                    return Response{200, "text/plain", {}, "secret"};
+                  }));
+  ASSERT_TRUE(server_->Start().ok());
+  TlsConnection open;
+  ASSERT_TRUE(open.Open(server_->port(), certs_.ca_cert_file));
+  EXPECT_EQ(open.Get("/secure"), 200);
+
+  TempDir next_dir;
+  auto next = GenerateTestCerts(next_dir.path());  // another CA
+  ASSERT_TRUE(next.ok()) << next.status();
+  // Half renewed (the new certificate, the old key): refused, and the old pair keeps serving.
+  fs::copy_file(next->server_cert_file, cert, fs::copy_options::overwrite_existing);
+  EXPECT_EQ(server_->ReloadTls().code(), StatusCode::kInvalidArgument);
+  TlsConnection before;
+  EXPECT_TRUE(before.Open(server_->port(), certs_.ca_cert_file)) << "the old pair still serves";
+  EXPECT_EQ(before.Get("/secure"), 200);
+
+  fs::copy_file(next->server_key_file, key, fs::copy_options::overwrite_existing);
+  ASSERT_TRUE(server_->ReloadTls().ok());
+  TlsConnection renewed;
+  ASSERT_TRUE(renewed.Open(server_->port(), next->ca_cert_file));
+  EXPECT_EQ(renewed.Get("/secure"), 200);
+  TlsConnection stale;
+  EXPECT_FALSE(stale.Open(server_->port(), certs_.ca_cert_file)) << "the old certificate is still served";
+  // The connections opened before the reload go on with the context they started with.
+  EXPECT_EQ(open.Get("/secure"), 200);
+  EXPECT_EQ(before.Get("/secure"), 200);
+  EXPECT_EQ(calls_.load(), 5);
+}
+
+TEST_F(TlsTest, ReloadNeedsARunningTlsServer) {
+  HttpServer plain(ServerOptions{});
+  ASSERT_TRUE(plain.Start().ok());
+  EXPECT_EQ(plain.ReloadTls().code(), StatusCode::kFailedPrecondition);
+  ServerOptions options;
+  options.tls = TlsOptions{certs_.server_cert_file, certs_.server_key_file, ""};
+  HttpServer not_started(options);
+  EXPECT_EQ(not_started.ReloadTls().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(TlsTest, StartFailsForMissingCertificateFile) {
