@@ -92,7 +92,8 @@ void FilterVerb::RecordFilterSummary(const PodInfo& pod, const FilterResult& r) 
   // Count by shared reason first (a handful for thousands of nodes), then order by text.
   std::vector<std::pair<FailReason, int>> by_id;
   for (const auto* entries : {&r.failed, &r.unresolvable}) {
-    for (const auto& [node, why] : *entries) {
+    for (const auto& entry : *entries) {
+      const FailReason& why = entry.second;  // not a structured binding: clang 14 (make fuzz) cannot capture one
       auto it = std::find_if(by_id.begin(), by_id.end(), [&](const auto& e) { return e.first.id() == why.id(); });
       if (it == by_id.end()) by_id.emplace_back(why, 1);
       else ++it->second;
