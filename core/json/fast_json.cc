@@ -13,6 +13,7 @@ Result<simdjson::ondemand::document*> FastJsonParser::Iterate(std::string_view t
     buffer_ = simdjson::padded_string(text.size());
   }
   std::memcpy(buffer_.data(), text.data(), text.size());
+  length_ = text.size();
   simdjson::padded_string_view view(buffer_.data(), text.size(), buffer_.size() + simdjson::SIMDJSON_PADDING);
   auto err = parser_.iterate(view).get(doc_);
   if (err) return SimdjsonError(err, "malformed JSON");

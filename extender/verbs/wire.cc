@@ -258,6 +258,7 @@ Result<FilterArgs> ParseFilterArgs(std::string_view body, json::FastJsonParser& 
       if (auto err = value.get_object().get(pod)) return WireError("Pod", err);
       std::string_view raw;
       if (auto err = pod.raw_json().get(raw)) return WireError("Pod", err);
+      if (!parser.Contains(raw)) return InvalidArgumentError("Pod: malformed JSON");
       PHX_ASSIGN_OR_RETURN(args.pod, PodFromRaw(raw));
       have_pod = true;
     } else if (key == "NodeNames") {
@@ -272,7 +273,9 @@ Result<FilterArgs> ParseFilterArgs(std::string_view body, json::FastJsonParser& 
         if (auto err = item.get(v)) return WireError("NodeNames[]", err);
         // A name without escapes is the text between its quotes, viewed in place: no
         // unescaping copy into the parser's buffer, 5,000 times a request.
-        if (auto name = PlainStringToken(v.raw_json_token())) {
+        const std::string_view token = v.raw_json_token();
+        if (!parser.Contains(token)) return InvalidArgumentError("NodeNames[]: malformed JSON");
+        if (auto name = PlainStringToken(token)) {
           args.node_names.push_back(*name);
           continue;
         }
@@ -302,6 +305,7 @@ Result<FilterArgs> ParseFilterArgs(std::string_view body, json::FastJsonParser& 
           if (auto err = item.get_object().get(node)) return WireError("Nodes.items[]: expected an object", err);
           std::string_view raw;
           if (auto err = node.raw_json().get(raw)) return WireError("Nodes.items[]", err);
+          if (!parser.Contains(raw)) return InvalidArgumentError("Nodes.items[]: malformed JSON");
           args.raw_nodes.push_back(raw);
         }
       }

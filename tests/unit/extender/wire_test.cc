@@ -1,4 +1,6 @@
 // Wire format edge cases: nulls, missing lists, malformed JSON, exact reply shapes.
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,26 @@ TEST(WireTest, FullNodesListGivesNamesAndRawItems) {
   EXPECT_EQ(args->node_names, (std::vector<std::string_view>{"n1", "n2"}));
   ASSERT_EQ(args->raw_nodes.size(), 2u);
   EXPECT_EQ(args->raw_nodes[1], R"({"metadata":{"name":"n2"}})");
+}
+
+std::string ReadRegression(const std::string& name) {
+  std::ifstream in(std::string(PHALANX_TEST_SOURCE_DIR) + "/fuzz/regressions/extender_filter_args/" + name,
+                   std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// libFuzzer (make fuzz, 2026-11-29): a malformed body parsed right after a longer one, with the
+// same parser as the server's thread keeps it. simdjson's raw_json_token() walked structural
+// indexes the longer document had left and gave a view ~4 GB long: reading it crashed the extender.
+TEST(WireTest, AMalformedBodyAfterALongerOneIsAnErrorNotAWildRead) {
+  const std::string longer = ReadRegression("stale-index-1-longer-document");
+  const std::string malformed = ReadRegression("stale-index-2-malformed-after-it");
+  ASSERT_GT(longer.size(), malformed.size());
+  json::FastJsonParser parser;
+  (void)ParseFilterArgs(longer, parser);
+  auto args = ParseFilterArgs(malformed, parser);
+  ASSERT_FALSE(args.ok());
+  EXPECT_NE(args.status().message().find("malformed JSON"), std::string::npos) << args.status().message();
 }
 
 TEST(WireTest, RejectsMalformedInputWithAClearMessage) {
