@@ -2,17 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "core/base/mix.h"
+
 namespace phalanx::topology {
 namespace {
-
-// splitmix64 finaliser: a cheap bijective mixer with good avalanche, enough to make
-// neighbouring (seed, n) pairs look unrelated.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 uint64_t Fnv1a(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -26,8 +19,8 @@ uint64_t Fnv1a(std::string_view s) {
 }  // namespace
 
 std::string SyntheticUuid(std::string_view prefix, std::string_view seed, uint64_t n) {
-  uint64_t hi = Mix(Fnv1a(seed) ^ Mix(n));
-  uint64_t lo = Mix(hi ^ 0x5851f42d4c957f2dULL);
+  uint64_t hi = SplitMix64(Fnv1a(seed) ^ SplitMix64(n));
+  uint64_t lo = SplitMix64(hi ^ 0x5851f42d4c957f2dULL);
   return fmt::format("{}{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", prefix, hi >> 32, (hi >> 16) & 0xffff,
                      hi & 0xffff, lo >> 48, lo & 0xffffffffffffULL);
 }

@@ -6,16 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "core/base/mix.h"
+
 namespace phalanx::sim {
 namespace {
-
-// splitmix64: a job's factor depends on (seed, id) only, not on the order jobs are asked.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::optional<double> ParseNumber(std::string_view s) {
   double v = 0;
@@ -28,7 +22,7 @@ std::optional<double> ParseNumber(std::string_view s) {
 
 double HintModel::FactorOf(JobId id) const {
   if (mode != Mode::kNoisy) return 1;
-  const double u = static_cast<double>(Mix(seed * 0x100000001b3ULL ^ static_cast<uint64_t>(id)) >> 11) * 0x1.0p-53;
+  const double u = static_cast<double>(SplitMix64(seed * 0x100000001b3ULL ^ static_cast<uint64_t>(id)) >> 11) * 0x1.0p-53;
   return lo + (hi - lo) * u;
 }
 
