@@ -80,25 +80,25 @@ UsageStep AccountUsage(const std::optional<UsageStatus>& prev, const std::vector
       auto it = prev->pods->find(pod.name);
       if (it != prev->pods->end()) before = &it->second;
     }
-    const bool was_holding = !tracked || (before != nullptr && *before == kUsagePodHolding);
-    const bool was_released = before != nullptr && *before == kUsagePodReleased;
+    const bool counted_holding = before != nullptr && *before == kUsagePodHolding;
+    const bool counted_released = before != nullptr && *before == kUsagePodReleased;
     pods_now[pod.name] = std::string(until ? kUsagePodReleased : kUsagePodHolding);
+    // To its end, even past `to` (kubelet's clock may run ahead of ours), or to now.
+    const SystemTime upper = until ? std::max(*until, to) : to;
     double held = 0;
-    if (was_released && until) {
+    if (counted_released && until) {
       // Counted to its end already.
-    } else if (was_holding || was_released) {
-      // Counted up to `from`: the rest of its interval, to its end (even past `to`: kubelet's clock
-      // may run ahead of ours) or to now; or, when its end is before `from` (our view of it
-      // lagged), what was counted past that end, given back.
-      held = pod.gpus * Overlap(from, until ? std::max(*until, to) : to, start, end);
-      // Only a pod the status says it counted as holding: a status without `pods` may have
-      // counted it to its end long ago.
-      if (until && *until < from && before != nullptr && *before == kUsagePodHolding) {
+    } else if (!tracked || counted_holding || counted_released) {
+      // Counted up to `from`: the rest of its interval; when its end is before `from` (our view
+      // of it lagged), what was counted past that end is given back — only for a pod the status
+      // says it counted as holding (a status without `pods` may have counted it to its end).
+      held = pod.gpus * Overlap(from, upper, start, end);
+      if (until && *until < from && counted_holding) {
         held -= pod.gpus * SecondsBetween(std::max({*until, start, u.since}), from);
       }
     } else {
       // First seen: from its start (not before accounting began).
-      held = pod.gpus * Overlap(u.since, until ? std::max(*until, to) : to, start, end);
+      held = pod.gpus * Overlap(u.since, upper, start, end);
     }
     step.added.gpu_seconds += held;
     step.added.cost += held * per_second;
