@@ -8,6 +8,8 @@
 #   FUZZ_BUILD_DIR       build-fuzz
 #   FUZZ_JOBS=$(nproc)   compile jobs
 #   FUZZ_MERGE=1         merge what the run found into fuzz/corpus/<target> (minimised), to commit
+#   FUZZ_NO_BUILD=1      run the binaries already built (e.g. while another run builds the rest)
+#   FUZZ_SUMMARY         $FUZZ_BUILD_DIR/fuzz-summary.md (give each of two parallel runs its own)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +30,7 @@ if [[ ! -f $BUILD/CMakeCache.txt ]]; then
 fi
 binaries=()
 for t in $TARGETS; do binaries+=("${t}_fuzz"); done
-cmake --build "$BUILD" -j "$JOBS" --target "${binaries[@]}"
+[[ ${FUZZ_NO_BUILD:-0} == 1 ]] || cmake --build "$BUILD" -j "$JOBS" --target "${binaries[@]}"
 
 dict_for() {
   case $1 in
@@ -43,7 +45,7 @@ dict_for() {
 # A UBSan report prints its stack; ASan reports leaks (the default) and fails on them.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
-summary=$BUILD/fuzz-summary.md
+summary=${FUZZ_SUMMARY:-$BUILD/fuzz-summary.md}
 printf '| target | seconds | executions | exec/s | findings | corpus |\n|---|---:|---:|---:|---:|---:|\n' >"$summary"
 found=0
 for t in $TARGETS; do
