@@ -8,18 +8,25 @@
 //   - an admitted gang's members are pinned by filter and reported running on their nodes
 //     at once (the simulator starts a gang the instant it places it);
 //   - an evicted gang (the extender's `evict` writes) is gone the same instant: the
-//     simulator stops a victim that cannot checkpoint at once (Simulator::Preempt), so the
-//     harness deletes the pods and ticks again at that instant;
+//     simulator stops a victim at once (Simulator::Preempt) unless it asks it to
+//     checkpoint, so the harness deletes the pods and ticks again at that instant;
+//   - a gang asked to checkpoint and stop (the extender's `preempt-request` on its
+//     TrainingJob) stops SimConfig::graceful_notice_s later having lost nothing, as the
+//     simulator's does (Simulator::RequestGracefulStop); one evicted at once loses the work
+//     since its last periodic checkpoint, as in Simulator::Preempt;
 //   - a victim's next attempt is a new gang (the operator's "<job>-a<attempt>") created
-//     SimConfig::restart_overhead_s later, the simulator's restart;
+//     SimConfig::restart_overhead_s later, the simulator's restart, running for the work
+//     left;
 //   - every gang belongs to a TrainingJob (its preemption history is per job, as the
 //     simulator's is per job across attempts) whose status reports the GPU-seconds at risk
-//     as the simulator counts them (run time of the attempt x GPUs; nothing checkpoints).
+//     as the simulator counts them (the attempt's run time since its last checkpoint x
+//     GPUs) and, for a gang that checkpoints, the simulator's notice as its flush time.
 // Gang and pod names carry the scenario index zero-padded: the extender orders gangs that
 // arrive together by name, the simulator by index.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -45,6 +52,7 @@ struct GangEvent {
   int gpus;
   int priority;
   std::string queue = "";  // team queue (with Variant::queues); "" = the default queue
+  double checkpoint = 0;   // seconds between periodic checkpoints; 0 = never checkpoints
 };
 
 struct Variant {
@@ -52,6 +60,7 @@ struct Variant {
   bool preemption = false;  // tier preemption and queue reclaim (the engine's default search budget)
   scheduling::QueueConfig queues;  // empty: no team queues
   int nodes = 8;                   // of 8 GPUs, two per rack, one pool (H100)
+  std::optional<scheduling::EnginePolicy> engine;  // the tier rules; nullopt = the shipped ones
 };
 
 // One attempt's admission: when, and on which nodes (per member, sorted).
@@ -87,6 +96,7 @@ inline std::string JobName(int i) { return fmt::format("tj-g{:02}", i); }
 
 inline PolicyOptions OptionsOf(const Variant& v) {
   PolicyOptions o;
+  if (v.engine) o.engine = *v.engine;
   if (!v.preemption) o.engine.preemption_searches_per_pass = 0;
   o.duration_hints = v.hints;
   o.queues = v.queues;
@@ -128,7 +138,7 @@ inline Outcome ThroughTheSimulator(const std::vector<GangEvent>& gangs, const Va
                                    PolicyReport* report = nullptr) {
   std::vector<Job> jobs;
   for (const GangEvent& e : gangs) {
-    Job j = testing::MakeJob(e.submit, e.duration, e.members, e.gpus, e.priority);
+    Job j = testing::MakeJob(e.submit, e.duration, e.members, e.gpus, e.priority, e.checkpoint);
     j.queue = e.queue;
     jobs.push_back(j);
   }
@@ -190,7 +200,7 @@ class ExtenderReplay {
   }
 
  private:
-  enum class Kind { kArrive, kFinish };
+  enum class Kind { kArrive, kFinish, kStop };
   struct Event {
     Kind kind;
     int gang;
@@ -199,6 +209,7 @@ class ExtenderReplay {
   struct Running {
     int attempt = 0;
     double started = 0;
+    bool stopping = false;  // asked to checkpoint and stop
   };
 
   static extender::ExtenderConfig ConfigOf(const Variant& v) {
@@ -217,11 +228,27 @@ class ExtenderReplay {
     return p;
   }
   extender::TrainingJobInfo JobOf(int i, double risk) const {
-    // A hint is the TrainingJob's deadline (its run time's upper bound): here the exact run time.
-    return {"default", JobName(i), risk, 0, "", v_.hints ? gang(i).duration : 0};
+    // A hint is the TrainingJob's deadline (its run time's upper bound): here the exact run
+    // time the attempt has left.
+    const double notice = gang(i).checkpoint > 0 ? SimConfig().graceful_notice_s : 0;
+    return {"default", JobName(i), risk, notice, "", v_.hints ? Remaining(i) : 0};
+  }
+  double Remaining(int i) const {
+    auto it = remaining_.find(i);
+    return it == remaining_.end() ? gang(i).duration : it->second;
+  }
+  // Work since the attempt's last checkpoint (all of it for a gang that never checkpoints).
+  double Unsaved(int i, double elapsed) const {
+    const double every = gang(i).checkpoint;
+    return every > 0 ? elapsed - std::floor(elapsed / every) * every : elapsed;
   }
 
   void Apply(const Event& e, double t) {
+    if (e.kind == Kind::kStop) {
+      auto it = running_.find(e.gang);
+      if (it != running_.end() && it->second.attempt == e.attempt) Stop(e.gang, t, 0);  // checkpointed: nothing lost
+      return;
+    }
     if (e.kind == Kind::kFinish) {
       auto it = running_.find(e.gang);
       if (it == running_.end() || it->second.attempt != e.attempt) return;  // that attempt was evicted
@@ -245,7 +272,7 @@ class ExtenderReplay {
   // The operator's status.preemptionCost: GPU-seconds since the attempt started.
   void ReportRisk(double t) {
     for (const auto& [i, r] : running_) {
-      c_.ext.OnTrainingJob(JobOf(i, (t - r.started) * gang(i).members * gang(i).gpus));
+      if (!r.stopping) c_.ext.OnTrainingJob(JobOf(i, Unsaved(i, t - r.started) * gang(i).members * gang(i).gpus));
     }
   }
 
@@ -279,13 +306,22 @@ class ExtenderReplay {
         c_.ext.OnPod(p);
       }
       running_[i] = Running{attempt, t};
-      events_.emplace(t + gang(i).duration, Event{Kind::kFinish, i, attempt});
+      events_.emplace(t + Remaining(i), Event{Kind::kFinish, i, attempt});
     }
   }
 
-  // Victims evicted since the last look are gone now; their next attempt comes back after
-  // the restart overhead. True if any was.
+  // Victims evicted since the last look are gone now, those asked to checkpoint stop after
+  // the notice. True if any was evicted (its GPUs are free now).
   bool DeleteEvicted(double t) {
+    const auto asked = c_.writer.CallsOf("preempt-request");
+    for (; requests_seen_ < asked.size(); ++requests_seen_) {
+      const std::string& job = asked[requests_seen_].target;  // "default/tj-g03"
+      const int i = std::stoi(job.substr(std::string("default/tj-g").size(), 2));
+      auto it = running_.find(i);
+      if (it == running_.end() || it->second.stopping) continue;
+      it->second.stopping = true;
+      events_.emplace(t + SimConfig().graceful_notice_s, Event{Kind::kStop, i, it->second.attempt});
+    }
     const auto calls = c_.writer.CallsOf("evict");
     std::set<int> victims;
     for (; evicts_seen_ < calls.size(); ++evicts_seen_) {
@@ -295,12 +331,20 @@ class ExtenderReplay {
     for (int i : victims) {
       auto it = running_.find(i);
       if (it == running_.end()) continue;  // every member's eviction names the gang
-      DeletePods(i, it->second.attempt);
-      out_.evictions.emplace(t, i);
-      events_.emplace(t + OptionsOf(v_).engine.restart_overhead_s, Event{Kind::kArrive, i, it->second.attempt + 1});
-      running_.erase(it);
+      Stop(i, t, Unsaved(i, t - it->second.started));
     }
     return !victims.empty();
+  }
+
+  // The running attempt of gang i is gone at t, having lost `lost` seconds of work; its next
+  // attempt comes back after the restart overhead.
+  void Stop(int i, double t, double lost) {
+    const Running r = running_.at(i);
+    DeletePods(i, r.attempt);
+    remaining_[i] = Remaining(i) - (t - r.started - lost);
+    out_.evictions.emplace(t, i);
+    events_.emplace(t + OptionsOf(v_).engine.restart_overhead_s, Event{Kind::kArrive, i, r.attempt + 1});
+    running_.erase(i);
   }
 
   const std::vector<GangEvent>& gangs_;
@@ -311,7 +355,8 @@ class ExtenderReplay {
   std::multimap<double, Event> events_;
   std::map<int, int> waiting_;   // gang -> attempt
   std::map<int, Running> running_;
-  size_t evicts_seen_ = 0;
+  std::map<int, double> remaining_;  // work left by gang, once it lost or saved some
+  size_t evicts_seen_ = 0, requests_seen_ = 0;
   Outcome out_;
 };
 
