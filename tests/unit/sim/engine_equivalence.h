@@ -53,6 +53,7 @@ struct GangEvent {
   int priority;
   std::string queue = "";  // team queue (with Variant::queues); "" = the default queue
   double checkpoint = 0;   // seconds between periodic checkpoints; 0 = never checkpoints
+  std::string mig = "";    // a MIG profile: one pod of `gpus` such devices (members = 1)
 };
 
 struct Variant {
@@ -60,6 +61,9 @@ struct Variant {
   bool preemption = false;  // tier preemption and queue reclaim (the engine's default search budget)
   scheduling::QueueConfig queues;  // empty: no team queues
   int nodes = 8;                   // of 8 GPUs, two per rack, one pool (H100)
+  // The nodes are A100s (pool kMigPool, no racks) with GPU 0 as 7 x 1g.10gb and GPU 1 as
+  // 3g.40gb + 2g.20gb + 2 x 1g.10gb (the a100-mig reference machine), 6 GPUs whole.
+  bool mig = false;
   std::optional<scheduling::EnginePolicy> engine;  // the tier rules; nullopt = the shipped ones
 };
 
@@ -89,6 +93,8 @@ inline std::ostream& operator<<(std::ostream& os, const Outcome& o) {
   return os;
 }
 
+inline constexpr const char* kMigPool = "A100-SXM4-80GB";
+
 inline std::string GangName(int i, int attempt) {
   return attempt == 0 ? fmt::format("g{:02}", i) : fmt::format("g{:02}-a{}", i, attempt);
 }
@@ -112,23 +118,32 @@ class RecordingPolicy final : public Policy {
   std::string name() const override { return inner_.name(); }
   void OnQueued(Simulator& sim, JobId id) override { inner_.OnQueued(sim, id); }
   void OnFinished(Simulator& sim, JobId id) override {
-    if (sim.run(id).phase == JobPhase::kRestarting) out_.evictions.emplace(sim.now(), static_cast<int>(id));
+    if (sim.run(id).phase == JobPhase::kRestarting) out_.evictions.emplace(sim.now(), Index(sim, id));
     inner_.OnFinished(sim, id);
   }
   void Schedule(Simulator& sim) override {
     const std::set<JobId> before = sim.running();
     inner_.Schedule(sim);
     for (JobId id : sim.running()) {
-      if (before.contains(id)) continue;
+      if (before.contains(id) || sim.job(id).IsMig()) continue;
       Start s{sim.now(), {}};
       for (const NodeName& n : sim.run(id).nodes) s.nodes.push_back(n.str());
       std::sort(s.nodes.begin(), s.nodes.end());
-      out_.starts[static_cast<int>(id)].push_back(std::move(s));
+      out_.starts[Index(sim, id)].push_back(std::move(s));
     }
   }
-  std::optional<MigPlacement> PlaceMig(const Simulator& sim, JobId id) override { return inner_.PlaceMig(sim, id); }
+  // The engine places no MIG job (Simulator::ScheduleMig asks this after each pass): the
+  // start is recorded where the policy chose its node (StartMig takes free devices).
+  std::optional<MigPlacement> PlaceMig(const Simulator& sim, JobId id) override {
+    std::optional<MigPlacement> p = inner_.PlaceMig(sim, id);
+    if (p) out_.starts[Index(sim, id)].push_back(Start{sim.now(), {p->node.str()}});
+    return p;
+  }
 
  private:
+  // The scenario index: the workload orders jobs by submit time, names keep the index.
+  static int Index(const Simulator& sim, JobId id) { return std::stoi(sim.job(id).name.substr(3)); }  // "job<i>"
+
   Policy& inner_;
   Outcome& out_;
 };
@@ -140,9 +155,10 @@ inline Outcome ThroughTheSimulator(const std::vector<GangEvent>& gangs, const Va
   for (const GangEvent& e : gangs) {
     Job j = testing::MakeJob(e.submit, e.duration, e.members, e.gpus, e.priority, e.checkpoint);
     j.queue = e.queue;
+    j.mig_profile = e.mig;
     jobs.push_back(j);
   }
-  const Workload w = testing::MakeWorkload(std::move(jobs));  // job i is scenario gang i
+  const Workload w = testing::MakeWorkload(std::move(jobs));  // "job<i>" is scenario gang i
   auto policy = MakePolicy("phalanx", OptionsOf(v));
   EXPECT_TRUE(policy.ok());
   Outcome out;
@@ -150,8 +166,15 @@ inline Outcome ThroughTheSimulator(const std::vector<GangEvent>& gangs, const Va
   SimConfig config;
   config.restart_overhead_s = OptionsOf(v).engine.restart_overhead_s;
   config.queues = v.queues;  // the report's per-queue figures (reclaims)
-  Simulator sim(w, *BuildClusterState(testing::Cluster(v.nodes, 8, IntraNodeTopology::kNvSwitch, 2)), recording,
-                config);
+  ClusterSpec spec = testing::Cluster(v.nodes, 8, IntraNodeTopology::kNvSwitch, v.mig ? 0 : 2);
+  if (v.mig) {
+    spec.groups[0].gpu_model = kMigPool;
+    spec.groups[0].mig = {{.gpus = 1, .profiles = std::vector<std::string>(7, "1g.10gb")},
+                          {.gpus = 1, .profiles = {"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}}};
+  }
+  auto cluster = BuildSimCluster(spec);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  Simulator sim(w, cluster->state, cluster->mig, recording, config);
   const PolicyReport r = sim.Run();
   out.completed = r.completed;
   if (report != nullptr) *report = r;
@@ -164,7 +187,12 @@ class ExtenderReplay {
   ExtenderReplay(const std::vector<GangEvent>& gangs, const Variant& v) : gangs_(gangs), v_(v), c_(ConfigOf(v)) {
     for (int i = 0; i < v.nodes; ++i) {
       const std::string name = fmt::format("n-{}", i);
-      EXPECT_TRUE(c_.ext.OnNode(extender::testing::DgxNode(name, fmt::format("n-r{}", i / 2))).ok());
+      extender::NodeInfo node = extender::testing::DgxNode(name, fmt::format("n-r{}", i / 2));
+      if (v.mig) {
+        node = extender::testing::A100MigNode(name);
+        node.labels[std::string(extender::kProductLabel)] = kMigPool;  // the simulator's pool name
+      }
+      EXPECT_TRUE(c_.ext.OnNode(node).ok());
       node_names_.push_back(name);
     }
     if (v.queues.enabled()) {
@@ -193,9 +221,11 @@ class ExtenderReplay {
         RecordAdmissions(t);
         if (!DeleteEvicted(t)) break;
       }
+      PlaceMigPods(t);
     }
     EXPECT_TRUE(events_.empty()) << "the replay did not end";
-    EXPECT_TRUE(running_.empty() && waiting_.empty()) << running_.size() << " running, " << waiting_.size() << " waiting";
+    EXPECT_TRUE(running_.empty() && waiting_.empty() && mig_waiting_.empty())
+        << running_.size() << " running, " << waiting_.size() + mig_waiting_.size() << " waiting";
     return out_;
   }
 
@@ -221,6 +251,13 @@ class ExtenderReplay {
   const GangEvent& gang(int i) const { return gangs_[static_cast<size_t>(i)]; }
   extender::PodInfo Pod(int i, int attempt, int m) const {
     const GangEvent& e = gang(i);
+    if (!e.mig.empty()) {  // a plain pod: kube-scheduler places it (filter, prioritize, bind)
+      extender::PodInfo p = extender::testing::GpuPod(GangName(i, attempt), 0, e.priority);
+      p.mig[e.mig] = e.gpus;
+      p.mig_container = "main";
+      if (v_.queues.enabled() && !e.queue.empty()) p.labels[std::string(extender::kQueueLabel)] = e.queue;
+      return p;
+    }
     extender::PodInfo p = extender::testing::GangPod(GangName(i, attempt), m, e.gpus, e.members, e.priority);
     if (e.members > 1) p.topology_level = "topology.kubernetes.io/rack";  // preferred, as the simulator
     p.training_job = JobName(i);
@@ -257,13 +294,59 @@ class ExtenderReplay {
       ++out_.completed;
       return;
     }
+    if (!gang(e.gang).mig.empty()) {
+      c_.ext.OnPod(Pod(e.gang, e.attempt, 0));
+      mig_waiting_.emplace(std::pair{-gang(e.gang).priority, mig_seq_++}, e.gang);
+      return;
+    }
     c_.ext.OnTrainingJob(JobOf(e.gang, 0));
     for (int m = 0; m < gang(e.gang).members; ++m) c_.ext.OnPod(Pod(e.gang, e.attempt, m));
     waiting_[e.gang] = e.attempt;
     (void)t;
   }
 
+  // kube-scheduler's cycle for pending MIG pods after the admission pass, in the simulator's
+  // MIG queue order (priority, then arrival): filter, the node prioritize scores highest
+  // (ties to the first in name order, the simulator's choice among equal best fits), bind.
+  void PlaceMigPods(double t) {
+    for (auto it = mig_waiting_.begin(); it != mig_waiting_.end();) {
+      const int i = it->second;
+      const extender::PodInfo p = Pod(i, 0, 0);
+      const extender::FilterResult r = c_.ext.Filter(extender::testing::Args(p, node_names_));
+      std::vector<std::string> passed(r.passed.begin(), r.passed.end());
+      if (passed.empty()) {
+        ++it;
+        continue;
+      }
+      std::string best;
+      int best_score = -1;
+      for (const extender::HostScore& h : c_.ext.Prioritize(extender::testing::Args(p, passed))) {
+        if (h.score > best_score || (h.score == best_score && std::string(h.host) < best)) {
+          best = std::string(h.host);
+          best_score = static_cast<int>(h.score);
+        }
+      }
+      extender::testing::BindProbe probe;
+      c_.ext.Bind(extender::testing::BindOf(p, best), probe.Callback());
+      const std::string error = probe.Wait();
+      c_.ext.DrainForTest();
+      EXPECT_EQ(error, "") << p.name;
+      if (!error.empty()) {
+        ++it;
+        continue;
+      }
+      out_.starts[i].push_back(Start{t, {best}});
+      running_[i] = Running{0, t};
+      events_.emplace(t + gang(i).duration, Event{Kind::kFinish, i, 0});
+      it = mig_waiting_.erase(it);
+    }
+  }
+
   void DeletePods(int i, int attempt) {
+    if (!gang(i).mig.empty()) {
+      c_.ext.OnPodDeleted(PodUid("uid-" + GangName(i, attempt)));
+      return;
+    }
     for (int m = 0; m < gang(i).members; ++m) {
       c_.ext.OnPodDeleted(PodUid(fmt::format("uid-{}-{}", GangName(i, attempt), m)));
     }
@@ -272,7 +355,7 @@ class ExtenderReplay {
   // The operator's status.preemptionCost: GPU-seconds since the attempt started.
   void ReportRisk(double t) {
     for (const auto& [i, r] : running_) {
-      if (!r.stopping) c_.ext.OnTrainingJob(JobOf(i, Unsaved(i, t - r.started) * gang(i).members * gang(i).gpus));
+      if (!r.stopping && gang(i).mig.empty()) c_.ext.OnTrainingJob(JobOf(i, Unsaved(i, t - r.started) * gang(i).members * gang(i).gpus));
     }
   }
 
@@ -354,6 +437,8 @@ class ExtenderReplay {
   MonotonicTime start_;
   std::multimap<double, Event> events_;
   std::map<int, int> waiting_;   // gang -> attempt
+  std::map<std::pair<int, int>, int> mig_waiting_;  // (-priority, arrival) -> MIG pod's gang
+  int mig_seq_ = 0;
   std::map<int, Running> running_;
   std::map<int, double> remaining_;  // work left by gang, once it lost or saved some
   size_t evicts_seen_ = 0, requests_seen_ = 0;
