@@ -20,7 +20,10 @@
 //   - every gang belongs to a TrainingJob (its preemption history is per job, as the
 //     simulator's is per job across attempts) whose status reports the GPU-seconds at risk
 //     as the simulator counts them (the attempt's run time since its last checkpoint x
-//     GPUs) and, for a gang that checkpoints, the simulator's notice as its flush time.
+//     GPUs) and, for a gang that checkpoints, the simulator's notice as its flush time;
+//   - a MIG pod (no gang: kube-scheduler places it) is tried after the admission pass, as
+//     the simulator tries its MIG queue after each pass: filter, the node prioritize scores
+//     highest, bind (see engine_equivalence_mig_test.cc for what that compares).
 // Gang and pod names carry the scenario index zero-padded: the extender orders gangs that
 // arrive together by name, the simulator by index.
 #pragma once
@@ -64,7 +67,6 @@ struct Variant {
   // The nodes are A100s (pool kMigPool, no racks) with GPU 0 as 7 x 1g.10gb and GPU 1 as
   // 3g.40gb + 2g.20gb + 2 x 1g.10gb (the a100-mig reference machine), 6 GPUs whole.
   bool mig = false;
-  std::optional<scheduling::EnginePolicy> engine;  // the tier rules; nullopt = the shipped ones
 };
 
 // One attempt's admission: when, and on which nodes (per member, sorted).
@@ -102,7 +104,6 @@ inline std::string JobName(int i) { return fmt::format("tj-g{:02}", i); }
 
 inline PolicyOptions OptionsOf(const Variant& v) {
   PolicyOptions o;
-  if (v.engine) o.engine = *v.engine;
   if (!v.preemption) o.engine.preemption_searches_per_pass = 0;
   o.duration_hints = v.hints;
   o.queues = v.queues;
@@ -204,10 +205,13 @@ class ExtenderReplay {
   }
 
   Outcome Run() {
-    for (size_t i = 0; i < gangs_.size(); ++i) events_.emplace(gangs_[i].submit, Event{Kind::kArrive, static_cast<int>(i), 0});
+    for (size_t i = 0; i < gangs_.size(); ++i) {
+      events_.emplace(gangs_[i].submit, Event{Kind::kArrive, static_cast<int>(i), 0});
+    }
     for (int guard = 0; guard < 10000 && !events_.empty(); ++guard) {
       const double t = events_.begin()->first;
-      c_.clock.Advance(start_ + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)) - c_.clock.Now());
+      const auto since_start = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t));
+      c_.clock.Advance(start_ + since_start - c_.clock.Now());
       while (!events_.empty() && events_.begin()->first == t) {
         const Event e = events_.begin()->second;
         events_.erase(events_.begin());
@@ -280,7 +284,7 @@ class ExtenderReplay {
     return every > 0 ? elapsed - std::floor(elapsed / every) * every : elapsed;
   }
 
-  void Apply(const Event& e, double t) {
+  void Apply(const Event& e, double t) {  // t: now
     if (e.kind == Kind::kStop) {
       auto it = running_.find(e.gang);
       if (it != running_.end() && it->second.attempt == e.attempt) Stop(e.gang, t, 0);  // checkpointed: nothing lost
@@ -302,7 +306,6 @@ class ExtenderReplay {
     c_.ext.OnTrainingJob(JobOf(e.gang, 0));
     for (int m = 0; m < gang(e.gang).members; ++m) c_.ext.OnPod(Pod(e.gang, e.attempt, m));
     waiting_[e.gang] = e.attempt;
-    (void)t;
   }
 
   // kube-scheduler's cycle for pending MIG pods after the admission pass, in the simulator's
@@ -352,10 +355,11 @@ class ExtenderReplay {
     }
   }
 
-  // The operator's status.preemptionCost: GPU-seconds since the attempt started.
+  // The operator's status.preemptionCost: GPU-seconds since the attempt's last checkpoint.
   void ReportRisk(double t) {
     for (const auto& [i, r] : running_) {
-      if (!r.stopping && gang(i).mig.empty()) c_.ext.OnTrainingJob(JobOf(i, Unsaved(i, t - r.started) * gang(i).members * gang(i).gpus));
+      if (r.stopping || !gang(i).mig.empty()) continue;
+      c_.ext.OnTrainingJob(JobOf(i, Unsaved(i, t - r.started) * gang(i).members * gang(i).gpus));
     }
   }
 
@@ -463,7 +467,9 @@ inline Outcome ExpectSameOutcome(const std::vector<GangEvent>& gangs, const Vari
 // Gangs that waited (started after they were submitted) in their first attempt.
 inline int Waited(const std::vector<GangEvent>& gangs, const Outcome& o) {
   int waited = 0;
-  for (const auto& [i, starts] : o.starts) waited += !starts.empty() && starts[0].time > gangs[static_cast<size_t>(i)].submit;
+  for (const auto& [i, starts] : o.starts) {
+    waited += !starts.empty() && starts[0].time > gangs[static_cast<size_t>(i)].submit;
+  }
   return waited;
 }
 
