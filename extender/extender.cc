@@ -1,11 +1,12 @@
-// Extender: construction, cluster events, restart recovery and introspection (the verbs are in
-// verbs/, the tick in admission/).
+// Extender: construction, cluster events, restart recovery, the tick and introspection (the
+// verbs are in verbs/, the admission pass in admission/).
 #include "extender/extender.h"
 
 #include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -138,6 +139,51 @@ void Extender::RecoverCommitted() {
   }
 }
 
+// --- tick: barrier timeouts, plan expiry, admission -------------------------------------------
+
+void Extender::Tick() {
+  const MonotonicTime now = clock_.Now();
+  std::lock_guard admission(admission_mu_);
+  bool due = false;
+  {
+    std::shared_lock lock(mu_);
+    due = AnyExpired(now);
+  }
+  if (due) {
+    std::unique_lock lock(mu_);
+    ExpireBarriersAndPlans(now);
+  }
+  if (leadership_.IsLeader()) admission_.Run(now);
+}
+
+bool Extender::AnyExpired(MonotonicTime now) const {
+  if (bind_.AnyBarrierExpired(now)) return true;
+  for (const auto& [key, g] : ledger_.gangs()) {
+    if (g.plan && !bind_.HasBarrier(key) && now - g.planned_at > config_.plan_ttl && bind_.CommittedMembers(key) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Extender::ExpireBarriersAndPlans(MonotonicTime now) {
+  bind_.ExpireBarriers(now);
+  // Plans nobody binds against expire (there is no Unreserve verb).
+  std::vector<GangKey> stale;
+  for (const auto& [key, g] : ledger_.gangs()) {
+    if (g.plan && !bind_.HasBarrier(key) && bind_.CommittedMembers(key) == 0 && now - g.planned_at > config_.plan_ttl) {
+      stale.push_back(key);
+    }
+  }
+  for (const GangKey& key : stale) {
+    stats_.plans_expired++;
+    ledger_.DropPlan(key);
+    if (GangRecord* g = ledger_.MutableGang(key)) {
+      g->last_no_fit = fmt::format("the plan expired after {} without a bind", Seconds(config_.plan_ttl));
+    }
+  }
+}
+
 // --- introspection -------------------------------------------------------------------------
 
 std::string Extender::Explain(std::string_view ns_name) const {
@@ -171,7 +217,7 @@ std::string Extender::Explain(std::string_view ns_name) const {
       auto min = g->MinMembers(now);
       out += fmt::format("; gang {}: {} live member(s), min-members {}", g->key.str(), g->members.size(),
                          min ? std::to_string(*min) : std::string("not settled yet"));
-      out += DescribeQueue(*g);
+      out += admission_.DescribeQueue(*g);
       if (p.gated) out += "; the pod still carries the phalanx.io/gang scheduling gate";
       if (g->plan) {
         out += fmt::format("; admitted: planned on {} node(s) in {}", g->plan->quality.nodes_used,
@@ -184,7 +230,7 @@ std::string Extender::Explain(std::string_view ns_name) const {
         }
       } else {
         out += "; not admitted";
-        if (engine_waiting_.contains(g->key)) out += fmt::format(" (waiting: {} gang(s) queued)", engine_.waiting());
+        if (admission_.IsQueued(g->key)) out += fmt::format(" (waiting: {} gang(s) queued)", engine_.waiting());
         if (!g->last_no_fit.empty()) out += ": " + g->last_no_fit;
       }
       // What protects it as a victim of the engine's preemption (docs/algorithms.md §8.3).
@@ -221,7 +267,7 @@ json::Json Extender::StateJson() const {
   }
   out["heads"] = std::move(heads);
   json::Json queues = json::Json::array();
-  for (const QueueStatusInfo& q : QueueStatusesLocked()) {
+  for (const QueueStatusInfo& q : admission_.QueueStatuses()) {
     json::Json j = QueueStatusJson(q);
     j["name"] = q.name;
     queues.push_back(std::move(j));

@@ -20,7 +20,7 @@
 // apart, so a higher tier wins unless the victims lose ~10x more than it gains.
 // Pure functions; the engine feeds them forecasts (release_forecast.h).
 //
-// ChoosePricedPreemption is THE choice: the engine's own preemption (engine_preemption.cc)
+// ChoosePricedPreemption is THE choice: the engine's own preemption (engine/tier_preemption.cc)
 // and the extender's preempt verb (extender/verbs/preempt.cc, through Engine::QuotePreemption)
 // both call it, so what kube-scheduler is offered and what the simulator applies cannot
 // drift apart.

@@ -18,7 +18,7 @@
 // to kube-scheduler's backoff queue (1-10 s) or active queue, and its filter finds its slot.
 #include <fmt/format.h>
 
-#include "extender/extender.h"
+#include "extender/admission/admission_pass.h"
 #include "extender/extender_internal.h"
 
 namespace phalanx::extender {
@@ -39,7 +39,7 @@ bool Waiting(const GangRecord& g, const PodRecord* rec) {
 
 }  // namespace
 
-bool Extender::RequeueDue(const GangRecord& g, MonotonicTime now) const {
+bool AdmissionPass::RequeueDue(const GangRecord& g, MonotonicTime now) const {
   // Cheap tests first: this runs for every gang on every tick.
   if (!g.plan) {
     if (g.filter_refusals == 0) return false;  // never refused at filter
@@ -48,33 +48,33 @@ bool Extender::RequeueDue(const GangRecord& g, MonotonicTime now) const {
     if (!min || live < *min) return false;
     auto tried = requeue_tried_.find(g.key);
     if (tried != requeue_tried_.end() && tried->second == std::pair{live, *min}) return false;
-    return Ungated(ledger_, g);
+    return Ungated(h_.ledger, g);
   }
   // Planned by the engine (gated at arrival: lifting the gate is the pod update) or by a filter
   // that refused no member: nothing waits in kube-scheduler's unschedulable queue.
-  if (g.filter_refusals == 0 || g.assignment.size() >= g.members.size() || !Ungated(ledger_, g)) return false;
+  if (g.filter_refusals == 0 || g.assignment.size() >= g.members.size() || !Ungated(h_.ledger, g)) return false;
   for (const PodUid& uid : g.members) {
     auto done = requeued_.find(uid);
-    if (Waiting(g, ledger_.FindPod(uid)) && (done == requeued_.end() || done->second != g.planned_at)) return true;
+    if (Waiting(g, h_.ledger.FindPod(uid)) && (done == requeued_.end() || done->second != g.planned_at)) return true;
   }
   return false;
 }
 
-void Extender::RequeueUngatedGangs(MonotonicTime now) {
+void AdmissionPass::RequeueUngatedGangs(MonotonicTime now) {
   {
-    std::shared_lock shared(mu_);
+    std::shared_lock shared(h_.mu);
     bool due = false;
-    for (const auto& [key, g] : ledger_.gangs()) due = due || RequeueDue(g, now);
+    for (const auto& [key, g] : h_.ledger.gangs()) due = due || RequeueDue(g, now);
     if (!due) return;
   }
   std::vector<PodRef> touch;
-  std::unique_lock lock(mu_);
+  std::unique_lock lock(h_.mu);
   std::vector<GangKey> keys;
-  for (const auto& [key, g] : ledger_.gangs()) {
+  for (const auto& [key, g] : h_.ledger.gangs()) {
     if (RequeueDue(g, now)) keys.push_back(key);
   }
   for (const GangKey& key : keys) {
-    GangRecord* g = ledger_.MutableGang(key);
+    GangRecord* g = h_.ledger.MutableGang(key);
     if (g == nullptr || !RequeueDue(*g, now)) continue;
     if (!g->plan) {
       const int min = *EffectiveMin(*g, now);
@@ -82,7 +82,7 @@ void Extender::RequeueUngatedGangs(MonotonicTime now) {
       if (!TryPlanOnce(*g, now, nullptr).empty()) continue;  // no fit: a cluster event wakes the members
     }
     for (const PodUid& uid : g->members) {
-      const PodRecord* rec = ledger_.FindPod(uid);
+      const PodRecord* rec = h_.ledger.FindPod(uid);
       if (!Waiting(*g, rec)) continue;
       auto [it, added] = requeued_.try_emplace(uid, g->planned_at);
       if (!added && it->second == g->planned_at) continue;
@@ -92,10 +92,10 @@ void Extender::RequeueUngatedGangs(MonotonicTime now) {
   }
   // Forget what is gone.
   std::erase_if(requeue_tried_, [&](const auto& e) {
-    const GangRecord* g = ledger_.FindGang(e.first);
+    const GangRecord* g = h_.ledger.FindGang(e.first);
     return g == nullptr || g->plan;
   });
-  std::erase_if(requeued_, [&](const auto& e) { return ledger_.FindPod(e.first) == nullptr; });
+  std::erase_if(requeued_, [&](const auto& e) { return h_.ledger.FindPod(e.first) == nullptr; });
   lock.unlock();
   if (touch.empty()) return;
   const std::string stamp = fmt::format("{}", std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -104,11 +104,11 @@ void Extender::RequeueUngatedGangs(MonotonicTime now) {
   std::vector<WritePool::Task> writes;
   for (PodRef& ref : touch) {
     writes.push_back([this, ref = std::move(ref), stamp] {
-      if (!writer_.RequeuePod(ref, stamp).ok()) stats_.write_errors++;
+      if (!writes_.writer.RequeuePod(ref, stamp).ok()) h_.stats.write_errors++;
     });
   }
-  stats_.ungated_requeues += touch.size();
-  io_.FanOut(std::move(writes), [] {});
+  h_.stats.ungated_requeues += touch.size();
+  writes_.io.FanOut(std::move(writes), [] {});
 }
 
 }  // namespace phalanx::extender

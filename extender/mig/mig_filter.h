@@ -28,7 +28,7 @@ namespace phalanx::extender {
 // True if the pod asks for MIG devices (these functions then judge it).
 bool RequestsMig(const PodInfo& pod);
 
-// Pool -> why the pod's team queue has no room there (Extender::MigQuotaRefusals).
+// Pool -> why the pod's team queue has no room there (QueueQuotas::MigQuotaRefusals).
 using PoolRefusals = std::map<std::string, std::string, std::less<>>;
 
 // Nodes of a pool in `refused` fail as unresolvable with its reason (preempting on them

@@ -2,7 +2,7 @@
 // placement (mig_filter.h judges them), yet count in their queue's quota of the node's pool
 // at count x MigProfileMilli(profile) milli-GPUs. Filter refuses a pod its queue has no room
 // for (every node unresolvable: preempting would not help); bind re-checks (the commit
-// point) and counts the pod in uncounted_ until the pass books it in the engine
+// point) and counts the pod as uncounted until the pass books it in the engine
 // (Engine::BookOutside), which then counts it in shares, borrowing and GpuQueue status.
 #include <chrono>
 #include <optional>
@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "extender/extender.h"
 #include "extender/mig/mig_requests.h"
+#include "extender/queues/queue_quotas.h"
 
 namespace phalanx::extender {
 namespace {
@@ -29,7 +29,7 @@ scheduling::Milli MigRequestMilli(const PodInfo& pod) {
 
 }  // namespace
 
-std::optional<std::pair<GangKey, scheduling::Milli>> Extender::MigQuotaSubject(const PodInfo& pod) {
+std::optional<std::pair<GangKey, scheduling::Milli>> QueueQuotas::MigQuotaSubject(const PodInfo& pod) {
   const scheduling::QueueLedger& counted = engine_.queues();
   if (!counted.enabled()) return std::nullopt;
   const scheduling::Milli amount = MigRequestMilli(pod);
@@ -40,7 +40,7 @@ std::optional<std::pair<GangKey, scheduling::Milli>> Extender::MigQuotaSubject(c
   return std::make_pair(std::move(key), amount);
 }
 
-PoolRefusals Extender::MigQuotaRefusals(const PodInfo& pod) {
+PoolRefusals QueueQuotas::MigQuotaRefusals(const PodInfo& pod) {
   PoolRefusals out;
   const auto subject = MigQuotaSubject(pod);
   if (!subject) return out;
@@ -56,7 +56,7 @@ PoolRefusals Extender::MigQuotaRefusals(const PodInfo& pod) {
   return out;
 }
 
-std::string Extender::MigQuotaRefusalAt(const PodInfo& pod, const NodeName& node) {
+std::string QueueQuotas::MigQuotaRefusalAt(const PodInfo& pod, const NodeName& node) {
   const auto subject = MigQuotaSubject(pod);
   if (!subject) return "";
   const placement::ClusterState& state = ledger_.state();
@@ -67,7 +67,7 @@ std::string Extender::MigQuotaRefusalAt(const PodInfo& pod, const NodeName& node
   return QuotaRefusalOf(subject->first, QueueOfPod(pod), pool, subject->second);
 }
 
-void Extender::RecordUncountedMig(const PodInfo& pod, const NodeName& node) {
+void QueueQuotas::RecordUncountedMig(const PodInfo& pod, const NodeName& node) {
   if (!engine_.queues().enabled()) return;
   const scheduling::Milli amount = MigRequestMilli(pod);
   const placement::ClusterState& state = ledger_.state();
@@ -79,7 +79,7 @@ void Extender::RecordUncountedMig(const PodInfo& pod, const NodeName& node) {
   uncounted_[key] = UncountedUse{QueueOfPod(pod), state.node(*idx).spec.pool, amount, pod.priority, pod.uid};
 }
 
-bool Extender::BookMigHolders(MonotonicTime now) {
+bool QueueQuotas::BookMigHolders(MonotonicTime now) {
   if (!engine_.queues().enabled()) {  // nothing to count in: drop what was booked
     for (const auto& [uid, started] : mig_booked_) engine_.UnbookOutside(MigBookingKey(uid));
     mig_booked_.clear();

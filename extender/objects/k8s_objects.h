@@ -96,7 +96,7 @@ struct PodInfo {
   std::string name;
   std::string node_name;  // spec.nodeName; "" = unbound
   // status.nominatedNodeName: kube-scheduler preempted for this pod there and waits for the
-  // victims to go; its GPUs on that node are spoken for (see Extender::TryPlan).
+  // victims to go; its GPUs on that node are spoken for (see AdmissionPass::TryPlan).
   std::string nominated_node;
   PodPhase phase = PodPhase::kPending;
   bool deleting = false;  // metadata.deletionTimestamp set

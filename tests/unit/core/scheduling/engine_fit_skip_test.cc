@@ -1,4 +1,4 @@
-// Gangs that cannot start (engine.h, engine_fit_skip.cc): the walk skips runs of waiting
+// Gangs that cannot start (engine.h, engine/admission_order_fit.cc): the walk skips runs of waiting
 // gangs that could only wait. Each test pins what a wrong skip would change: a gang that
 // fits after a release, a start or an eviction earlier in the pass; a would-be head after
 // arrivals only; the expected waits of skipped gangs (the GPUs ahead of them as the pass

@@ -93,7 +93,7 @@ TEST_F(EngineQueuesTest, NoRoomInQuotaHoldsNothingBack) {
 }
 
 // A queue with no quota room for most of its waiting gangs: the pass skips runs of them
-// (engine_queue_skip.cc) but every gang keeps the reason a walk gives it, in this pass and
+// (engine/admission_order_quota.cc) but every gang keeps the reason a walk gives it, in this pass and
 // the next, after the ledger changes, and after SetQueues; a small gang between the runs
 // that fits still starts in its turn.
 TEST_F(EngineQueuesTest, GangsWithoutRoomKeepTheirReasonsAndSmallerOnesStillStart) {

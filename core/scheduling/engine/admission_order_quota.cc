@@ -1,16 +1,16 @@
-// Gangs without quota room (engine.h, "gangs without quota room"): a run of a team queue's
+// Gangs without quota room (admission_order.h, "gangs without quota room"): a run of a team queue's
 // waiting gangs none of which has quota room is skipped in one step instead of gang by gang,
 // and the reasons its gangs would have been given are kept per (pool, amount). An
 // overloaded queue (thousands waiting behind a full quota) otherwise costs every pass a
 // walk over all of them, though only a few can run.
 #include <algorithm>
 
-#include "core/scheduling/engine.h"
-#include "core/scheduling/engine_internal.h"
+#include "core/scheduling/engine/admission_order.h"
+#include "core/scheduling/engine/pass_context.h"
 
 namespace phalanx::scheduling {
 
-void Engine::IndexShape(const Waiting& w, bool add) {
+void AdmissionOrder::IndexShape(const WaitingGang& w, bool add) {
   const auto team = static_cast<size_t>(w.team);
   if (team >= team_shapes_.size()) team_shapes_.resize(team + 1);
   Shapes& shapes = team_shapes_[team];
@@ -23,11 +23,11 @@ void Engine::IndexShape(const Waiting& w, bool add) {
   }
 }
 
-void Engine::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const {
+void AdmissionOrder::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const {
   const Shapes& shapes = team_shapes_[static_cast<size_t>(team)];
-  if (cache.version != ledger_.version()) {
+  if (cache.version != s_->ledger.version()) {
     // Which shapes have room now: QuotaFor's verdict (any pool: room in some pool with nodes).
-    cache.version = ledger_.version();
+    cache.version = s_->ledger.version();
     cache.with_room.clear();
     cache.without_room.clear();
     cache.texts.reset();
@@ -37,8 +37,9 @@ void Engine::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const {
     for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
       const std::string& pool = state.pool(p).name;
       if (state.pool(p).nodes.empty()) continue;
-      const int index = ledger_.PoolIndex(pool);
-      if (any_pool == nullptr || any_pool->empty() || ledger_.Nominal(team, index) > ledger_.Nominal(team, any_index)) {
+      const int index = s_->ledger.PoolIndex(pool);
+      if (any_pool == nullptr || any_pool->empty() ||
+          s_->ledger.Nominal(team, index) > s_->ledger.Nominal(team, any_index)) {
         any_pool = &pool;
         any_index = index;
       }
@@ -49,11 +50,11 @@ void Engine::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const {
       const auto& [required, amount] = entry.first;
       bool room = false;
       if (!required.empty()) {
-        room = ledger_.Check(team, ledger_.PoolIndex(required), amount) != QueueLedger::Fit::kNoRoom;
+        room = s_->ledger.Check(team, s_->ledger.PoolIndex(required), amount) != QueueLedger::Fit::kNoRoom;
       } else {
         for (placement::PoolId p = 0; p < state.PoolCount() && !room; ++p) {
           if (state.pool(p).nodes.empty()) continue;
-          room = ledger_.Check(team, ledger_.PoolIndex(state.pool(p).name), amount) != QueueLedger::Fit::kNoRoom;
+          room = s_->ledger.Check(team, s_->ledger.PoolIndex(state.pool(p).name), amount) != QueueLedger::Fit::kNoRoom;
         }
       }
       if (room) {
@@ -65,23 +66,24 @@ void Engine::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) const {
   }
 }
 
-void Engine::RoomTexts(int team, RoomCache& cache) const {
+void AdmissionOrder::RoomTexts(int team, RoomCache& cache) const {
   if (!cache.texts) {
     // The reasons QuotaFor gives the shapes without room, with the ledger as it is.
     auto texts = std::make_shared<RefusedTexts>();
-    const std::string& queue = ledger_.QueueName(team);
+    const std::string& queue = s_->ledger.QueueName(team);
     std::map<std::string, std::shared_ptr<const QueueLedger::Explanation>> by_pool;
     for (const Shapes::value_type* entry : cache.without_room) {
       const std::string& pool = entry->first.first.empty() ? cache.any_pool : entry->first.first;
       auto& facts = by_pool[pool];
-      if (!facts) facts = std::make_shared<const QueueLedger::Explanation>(ledger_.Explaining(queue, pool));
+      if (!facts) facts = std::make_shared<const QueueLedger::Explanation>(s_->ledger.Explaining(queue, pool));
       texts->try_emplace(entry->first, facts);
     }
     cache.texts = std::move(texts);
   }
 }
 
-std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& at, RoomCache& cache, PassContext& ctx) {
+std::optional<OrderKey> AdmissionOrder::SkipNoRoomRun(int team, const WaitingGang& at, RoomCache& cache,
+                                                      PassContext& ctx) {
   const auto t = static_cast<size_t>(team);
   if (t >= team_shapes_.size()) return at.order;
   const Shapes& shapes = team_shapes_[t];
@@ -95,25 +97,25 @@ std::optional<Engine::OrderKey> Engine::SkipNoRoomRun(int team, const Waiting& a
   std::optional<OrderKey> next;
   for (const Shapes::value_type* entry : cache.with_room) {
     auto it = entry->second.upper_bound(at.order);
-    while (it != entry->second.end() && std::get<2>(*it) >= pass_seq_limit_) ++it;
+    while (it != entry->second.end() && std::get<2>(*it) >= s_->pass_seq_limit) ++it;
     if (it != entry->second.end() && (!next || *it < *next)) next = *it;
   }
   RoomTexts(team, cache);
   SkippedRuns& runs = skipped_[t];
-  runs.pass = stats_.passes;
+  runs.pass = s_->stats.passes;
   runs.runs.push_back(SkippedRun{.from = at.order, .to = next.value_or(OrderKey{}), .to_end = !next,
-                                 .seq_limit = pass_seq_limit_, .texts = cache.texts});
+                                 .seq_limit = s_->pass_seq_limit, .texts = cache.texts});
   return next;
 }
 
-void Engine::RollSkippedRuns() {
-  if (!ledger_.enabled()) return;
-  const size_t teams = ledger_.config().queues.size();
+void AdmissionOrder::RollSkippedRuns() {
+  if (!s_->ledger.enabled()) return;
+  const size_t teams = s_->ledger.config().queues.size();
   skipped_.resize(teams);
   skipped_before_.resize(teams);
   for (size_t t = 0; t < teams; ++t) {
     // The runs of the last pass are read by this one's walk (TryGang); older ones by nobody.
-    if (skipped_[t].pass + 1 == stats_.passes) {
+    if (skipped_[t].pass + 1 == s_->stats.passes) {
       std::swap(skipped_before_[t], skipped_[t]);
     } else {
       skipped_before_[t].runs.clear();
@@ -122,7 +124,7 @@ void Engine::RollSkippedRuns() {
   }
 }
 
-std::optional<std::string> Engine::SkippedWhy(const Waiting& w, uint64_t pass) const {
+std::optional<std::string> AdmissionOrder::SkippedWhy(const WaitingGang& w, uint64_t pass) const {
   if (w.team < 0 || pass == 0) return std::nullopt;
   const auto t = static_cast<size_t>(w.team);
   const SkippedRuns* runs = nullptr;
@@ -140,13 +142,13 @@ std::optional<std::string> Engine::SkippedWhy(const Waiting& w, uint64_t pass) c
   return it->second->Text(it->first.second);
 }
 
-void Engine::MaterializeSkippedWhys() {
+void AdmissionOrder::MaterializeSkippedWhys() {
   if (skipped_.empty()) return;
-  for (auto& [key, w] : waiting_) {
-    if (w->why_pass == stats_.passes) continue;
-    if (std::optional<std::string> skipped = SkippedWhy(*w, stats_.passes)) {
+  for (auto& [key, w] : s_->waiting) {
+    if (w->why_pass == s_->stats.passes) continue;
+    if (std::optional<std::string> skipped = SkippedWhy(*w, s_->stats.passes)) {
       w->why = std::move(*skipped);
-      w->why_pass = stats_.passes;
+      w->why_pass = s_->stats.passes;
     }
   }
 }

@@ -1,6 +1,7 @@
-// Preemption that pays for itself (docs/algorithms.md §8.3–8.4): eligible victims, their
-// price, the cheaper eviction per victim, asynchronous evictions, head reclaims.
-#include "core/scheduling/engine.h"
+// Tier preemption (tier_preemption.h; docs/algorithms.md §8.3–8.4): eligible victims,
+// their price, the cheaper eviction per victim, asynchronous evictions, head and queue
+// reclaims' choice.
+#include "core/scheduling/engine/tier_preemption.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,14 +10,16 @@
 #include <fmt/format.h>
 
 #include "core/placement/preemption.h"
-#include "core/scheduling/engine_internal.h"
+#include "core/scheduling/engine/admission_order.h"
+#include "core/scheduling/engine/pass_context.h"
+#include "core/scheduling/engine/queue_reclaim.h"
 
 namespace phalanx::scheduling {
 
 using namespace internal;  // NOLINT: this module's own helpers
 
-PreemptionStanding Engine::StandingOf(const std::string& job, int priority, double started, double now) const {
-  const TierPolicy& tier = policy_.TierOf(priority);
+PreemptionStanding TierPreemption::StandingOf(const std::string& job, int priority, double started, double now) const {
+  const TierPolicy& tier = s_->policy.TierOf(priority);
   PreemptionStanding s;
   s.tier = tier.name;
   s.max_per_day = tier.max_preemptions_per_day;
@@ -50,32 +53,43 @@ PreemptionStanding Engine::StandingOf(const std::string& job, int priority, doub
   return s;
 }
 
-std::optional<PreemptionStanding> Engine::VictimStanding(const GangKey& key, double now) const {
-  auto it = running_.find(key);
-  if (it == running_.end()) return std::nullopt;
-  return StandingOf(it->second.req.job, it->second.req.priority, it->second.started, now);
-}
-
-void Engine::RecordPreemption(const std::string& job, double now) {
+void TierPreemption::Record(const std::string& job, double now) {
   auto& times = preempted_at_[job];
   while (!times.empty() && times.front() <= now - kDay) times.pop_front();
   times.push_back(now);
 }
 
-double Engine::ExpectedWait(const GangRequest& g, double now, const placement::ClusterState& state) const {
+void TierPreemption::Unrecord(const std::string& job, double at) {
+  auto times = preempted_at_.find(job);
+  if (times == preempted_at_.end()) return;
+  auto& t = times->second;
+  if (auto pos = std::find(t.begin(), t.end(), at); pos != t.end()) t.erase(pos);
+  if (t.empty()) preempted_at_.erase(times);
+}
+
+int TierPreemption::PreemptionsInDay(const std::string& job, double now) const {
+  auto it = preempted_at_.find(job);
+  if (it == preempted_at_.end()) return 0;
+  return static_cast<int>(
+      std::count_if(it->second.begin(), it->second.end(), [&](double t) { return t > now - kDay; }));
+}
+
+double TierPreemption::ExpectedWait(const AdmissionOrder& queue_order, const GangRequest& g, double now,
+                                    const placement::ClusterState& state) const {
   // As the pass counts it: the GPUs of the gangs before it that wait (every pool for a
   // gang that takes any pool), then its own.
   const OrderKey order = OrderOf(g, 0);
   int ahead = 0;
-  if (fit_pending_.empty()) {
-    // From the per-pool sums in queue order (engine_fit_skip.cc), less its own GPUs.
-    ahead = static_cast<int>(WaitingGpusBefore(g.pool.empty() ? nullptr : &g.pool, order, fit_change_seq_));
-    if (auto own = waiting_.find(g.key); own != waiting_.end() && own->second->order < order &&
-                                         (g.pool.empty() || own->second->req.pool == g.pool)) {
+  if (!queue_order.HasUnindexed()) {
+    // From the per-pool sums in queue order (admission_order_fit.cc), less its own GPUs.
+    ahead = static_cast<int>(
+        queue_order.WaitingGpusBefore(g.pool.empty() ? nullptr : &g.pool, order, queue_order.change_seq()));
+    if (auto own = s_->waiting.find(g.key); own != s_->waiting.end() && own->second->order < order &&
+                                            (g.pool.empty() || own->second->req.pool == g.pool)) {
       ahead -= own->second->req.IsShare() ? 1 : own->second->req.Gpus();
     }
   } else {
-    for (const auto& [o, waiting] : order_) {
+    for (const auto& [o, waiting] : s_->by_order) {
       if (!(o < order)) break;
       if (waiting->gone) continue;  // started during a pass (its entry goes at the pass's end)
       const GangRequest& w = waiting->req;
@@ -84,29 +98,31 @@ double Engine::ExpectedWait(const GangRequest& g, double now, const placement::C
     }
   }
   const int gpus = g.IsShare() ? 1 : g.Gpus();
-  const ReleaseForecast::Shadow s = forecast_.When(g.pool, gpus + ahead, FreeGpus(state, g.pool), now);
-  return s.reachable ? std::min(s.start - now, policy_.wait_horizon_s) : policy_.wait_horizon_s;
+  const ReleaseForecast::Shadow s =
+      s_->forecast.When(g.pool, gpus + ahead, EngineState::FreeGpus(state, g.pool), now);
+  return s.reachable ? std::min(s.start - now, s_->policy.wait_horizon_s) : s_->policy.wait_horizon_s;
 }
 
-Result<PricedPreemption> Engine::QuotePreemption(const GangRequest& g, double expected_wait,
-                                                 std::span<const VictimCandidate> candidates, double now,
-                                                 EngineDriver& driver, std::optional<std::set<std::string>> domains,
-                                                 std::optional<GangKey> own_plan) const {
-  std::vector<const Running*> records;
+Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, const GangRequest& g,
+                                               double expected_wait, std::span<const VictimCandidate> candidates,
+                                               double now, EngineDriver& driver,
+                                               std::optional<std::set<std::string>> domains,
+                                               std::optional<GangKey> own_plan) const {
+  std::vector<const RunningGang*> records;
   records.reserve(candidates.size());
   for (const VictimCandidate& c : candidates) {
-    auto it = running_.find(c.key);
-    records.push_back(it == running_.end() ? nullptr : &it->second);
+    auto it = s_->running.find(c.key);
+    records.push_back(it == s_->running.end() ? nullptr : &it->second);
   }
-  return Quote(g, expected_wait, candidates, records, now, driver, std::move(domains), std::move(own_plan));
+  return Quote(order, g, expected_wait, candidates, records, now, driver, std::move(domains), std::move(own_plan));
 }
 
-Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wait,
-                                       std::span<const VictimCandidate> candidates,
-                                       std::span<const Running* const> records, double now, EngineDriver& driver,
-                                       std::optional<std::set<std::string>> domains,
-                                       std::optional<GangKey> own_plan, bool reclaim) const {
-  PassContext ctx{.now = now, .driver = driver};
+Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, const GangRequest& g,
+                                               double expected_wait, std::span<const VictimCandidate> candidates,
+                                               std::span<const RunningGang* const> records, double now,
+                                               EngineDriver& driver, std::optional<std::set<std::string>> domains,
+                                               std::optional<GangKey> own_plan, bool reclaim) const {
+  PassContext ctx{.now = now, .driver = driver, .order = order};
   std::vector<VictimFacts> facts;
   std::vector<size_t> index;  // facts -> candidates
   int ineligible = 0;
@@ -114,10 +130,10 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
   for (size_t i = 0; i < candidates.size(); ++i) {
     const VictimCandidate& c = candidates[i];
     // The engine's record of a gang it runs; a description of anything else.
-    std::optional<Running> described;
-    const Running* r = records[i];
+    std::optional<RunningGang> described;
+    const RunningGang* r = records[i];
     if (r == nullptr) {
-      Running& outside = described.emplace();
+      RunningGang& outside = described.emplace();
       outside.req.key = c.key;
       outside.req.job = c.job.empty() ? c.key.str() : c.job;
       outside.req.pool = c.pool;
@@ -126,7 +142,7 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
       outside.req.submitted = c.started;
       outside.pool = c.pool;
       outside.started = c.started;
-      outside.expected_end = c.started + ExpectedDuration(outside.req);
+      outside.expected_end = c.started + s_->ExpectedDuration(outside.req);
       r = &outside;
     }
     if (!reclaim && r->req.priority >= g.priority) continue;
@@ -148,18 +164,18 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
     f.gpu_seconds_at_risk = driver.GpuSecondsAtRisk(c.key);
     f.notice_s = driver.NoticeSeconds(c.key);
     // Asked only where it matters: the driver reads pod annotations to answer.
-    f.idle = policy_.TierOf(f.priority).idle_victims_first && driver.IsIdle(c.key);
+    f.idle = s_->policy.TierOf(f.priority).idle_victims_first && driver.IsIdle(c.key);
     f.expected_wait_s = ExpectedWaitForFootprint(*r, g, ctx);
     // Past its expected end nobody knows when it ends: assume another expected run (the
     // forecast's "ends any moment" would make every such victim worthless to preempt).
-    f.remaining_s = r->expected_end > now ? r->expected_end - now : ExpectedDuration(r->req);
+    f.remaining_s = r->expected_end > now ? r->expected_end - now : s_->ExpectedDuration(r->req);
     facts.push_back(std::move(f));
     index.push_back(i);
   }
   PreemptorFacts preemptor{.spec = SpecOf(g, g.pool, driver.state()), .priority = g.priority,
                            .expected_wait_s = expected_wait, .domains = std::move(domains),
                            .own_plan = std::move(own_plan), .reclaim = reclaim};
-  PHX_ASSIGN_OR_RETURN(PricedPreemption quote, ChoosePricedPreemption(policy_, driver.state(), preemptor, facts));
+  PHX_ASSIGN_OR_RETURN(PricedPreemption quote, ChoosePricedPreemption(s_->policy, driver.state(), preemptor, facts));
   quote.ineligible = ineligible;
   quote.next_eligible = next_eligible;
   if (quote.decision) {
@@ -176,7 +192,8 @@ Result<PricedPreemption> Engine::Quote(const GangRequest& g, double expected_wai
   return quote;
 }
 
-double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest& preemptor, PassContext& ctx) const {
+double TierPreemption::ExpectedWaitForFootprint(const RunningGang& victim, const GangRequest& preemptor,
+                                                PassContext& ctx) const {
   const std::string& queue = victim.req.pool;
   // Re-queued, the victim keeps its place (first submission): count who waits before it,
   // except the preemptor, which runs on the victim's GPUs. The waiting gangs are counted
@@ -186,18 +203,16 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
   const OrderKey order = OrderOf(victim.req, 0);
   int ahead = 0;
   auto since = ctx.ahead_since.find(queue);
-  if (since == ctx.ahead_since.end() && !ctx.ahead.contains(queue) &&
-      std::none_of(fit_pending_.begin(), fit_pending_.end(),
-                   [&](const Waiting* w) { return !w->gone && w->req.pool == queue; })) {
-    since = ctx.ahead_since.emplace(queue, fit_change_seq_).first;
+  if (since == ctx.ahead_since.end() && !ctx.ahead.contains(queue) && !ctx.order.HasUnindexedIn(queue)) {
+    since = ctx.ahead_since.emplace(queue, ctx.order.change_seq()).first;
   }
   if (since != ctx.ahead_since.end()) {
-    ahead = static_cast<int>(WaitingGpusBefore(&queue, order, since->second));
+    ahead = static_cast<int>(ctx.order.WaitingGpusBefore(&queue, order, since->second));
   } else {
     auto [it, inserted] = ctx.ahead.try_emplace(queue);
     if (inserted) {
       int sum = 0;
-      if (auto q = queues_.find(queue); q != queues_.end()) {
+      if (auto q = s_->by_pool.find(queue); q != s_->by_pool.end()) {
         for (const auto& [o, w] : q->second) {
           if (w->gone) continue;  // started earlier in this pass
           const GangRequest& g = w->req;
@@ -217,121 +232,97 @@ double Engine::ExpectedWaitForFootprint(const Running& victim, const GangRequest
   // The victim's own GPUs the preemptor leaves free stay free for it only while nothing else
   // waits; otherwise other work takes them (counting them always cost the LLM-era workload
   // 0.9 points of utilisation: bench/RESULTS.md, "Why the top tiers wait").
-  const bool nobody_else_waits = waiting_.empty() || (waiting_.size() == 1 && waiting_.contains(preemptor.key));
-  const int free_now =
-      FreeGpus(ctx.driver.state(), victim.pool) + (nobody_else_waits ? std::max(0, gpus - preemptor.Gpus()) : 0);
+  const bool nobody_else_waits =
+      s_->waiting.empty() || (s_->waiting.size() == 1 && s_->waiting.contains(preemptor.key));
+  const int free_now = EngineState::FreeGpus(ctx.driver.state(), victim.pool) +
+                       (nobody_else_waits ? std::max(0, gpus - preemptor.Gpus()) : 0);
   // Its own release does not count (it is evicted). When the pool has room before it would
   // end anyway, leaving it out changes nothing (the forecast holds a running gang at its
   // expected_end): that answer is taken without looking its release up.
-  ReleaseForecast::Shadow s = forecast_.When(victim.pool, need, free_now, ctx.now);
+  ReleaseForecast::Shadow s = s_->forecast.When(victim.pool, need, free_now, ctx.now);
   if (!s.reachable || !(s.start < victim.expected_end)) {
-    s = forecast_.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
+    s = s_->forecast.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
   }
   double wait = s.reachable ? s.start - ctx.now : std::numeric_limits<double>::infinity();
   // The preemptor gives the GPUs back when it ends; the forecast does not know it yet.
-  const double back = ctx.now + ExpectedDuration(preemptor);
-  const int victim_back = forecast_.ReleasedBy(victim.pool, back, ctx.now) -
+  const double back = ctx.now + s_->ExpectedDuration(preemptor);
+  const int victim_back = s_->forecast.ReleasedBy(victim.pool, back, ctx.now) -
                           (victim.expected_end <= back ? gpus : 0);  // it releases nothing once evicted
   if (free_now + victim_back + preemptor.Gpus() >= need) {
     wait = std::min(wait, back - ctx.now);
   }
-  return std::min(wait, policy_.wait_horizon_s);
+  return std::min(wait, s_->policy.wait_horizon_s);
 }
 
-void Engine::OnEvictionRefused(const GangKey& victim) {
-  auto it = running_.find(victim);
-  if (it == running_.end() || !it->second.evicting) return;
-  Running& r = it->second;
-  ++stats_.evictions_refused;
-  // Nothing of it stopped: it ends when it was expected to before, and may be chosen again.
-  r.evicting = false;
-  r.expected_end = r.started + ExpectedDuration(r.req);
-  forecast_.Add(victim, r.pool, r.expected_end, r.req.IsShare() ? 1 : r.req.Gpus());
-  // Nor was it preempted: the attempt counts neither against its daily cap nor its minimum run.
-  if (auto times = preempted_at_.find(r.req.job); times != preempted_at_.end()) {
-    auto& t = times->second;
-    if (auto at = std::find(t.begin(), t.end(), r.evicted_at); at != t.end()) t.erase(at);
-    if (t.empty()) preempted_at_.erase(times);
-  }
-  if (awaiting_gangs_ == 0) return;
-  // Its preemptor stops waiting for it: with no victim left to wait for it is tried afresh
-  // (its preemption search included) by the next full pass.
-  for (auto& [key, w] : waiting_) {
-    auto pos = std::find(w->awaiting.begin(), w->awaiting.end(), victim);
-    if (pos == w->awaiting.end()) continue;
-    w->awaiting.erase(pos);
-    NoteAwaiting(*w, true);
-    if (w->awaiting.empty()) {
-      w->reserve_pool.clear();
-      w->awaiting_until = 0;
-      w->why = fmt::format("the eviction of {} was refused (it runs on); looking for other room", victim.str());
-    }
-  }
-}
-
-std::optional<PricedPreemption> Engine::ChooseReclaim(const GangRequest& g, const std::string& pool,
-                                                     std::span<const Running* const> records,
-                                                     std::vector<GangKey>& keys, PassContext& ctx) {
+std::optional<ChosenPreemption> TierPreemption::ChooseReclaim(const GangRequest& g, const std::string& pool,
+                                                             std::span<const RunningGang* const> records,
+                                                             PassContext& ctx) const {
   // The cost rule's choice (ChoosePricedPreemption), as for any preemption: the cheapest
   // set close to the need, per victim the cheaper of losing its work and waiting for its
   // checkpoint, idle victims first where their tier says so.
   std::vector<VictimCandidate> candidates;
   candidates.reserve(records.size());
-  keys.clear();
-  for (const Running* r : records) {
+  ChosenPreemption chosen;
+  for (const RunningGang* r : records) {
     candidates.push_back(VictimCandidate{.key = r->req.key});
-    keys.push_back(r->req.key);
+    chosen.keys.push_back(r->req.key);
   }
   GangRequest in_pool = g;
   in_pool.pool = pool;
-  auto quote = Quote(in_pool, policy_.wait_horizon_s, candidates, records, ctx.now, ctx.driver, std::nullopt,
-                     std::nullopt, /*reclaim=*/true);
+  auto quote = Quote(ctx.order, in_pool, s_->policy.wait_horizon_s, candidates, records, ctx.now, ctx.driver,
+                     std::nullopt, std::nullopt, /*reclaim=*/true);
   if (!quote.ok() || !quote->pays() || !quote->decision || quote->decision->victims.empty()) return std::nullopt;
-  return std::move(*quote);
+  chosen.decision = std::move(*quote->decision);
+  chosen.graceful = std::move(quote->graceful);
+  return chosen;
 }
 
-bool Engine::TryReclaim(Waiting& w, const std::string& pool, PassContext& ctx) {
+std::optional<ChosenPreemption> TierPreemption::ChooseBackfillReclaim(WaitingGang& w, const std::string& pool,
+                                                                     QueueReclaim& queues, PassContext& ctx) {
   const GangRequest& g = w.req;
-  std::vector<const Running*> records;
-  for (const auto& [key, r] : running_) {
+  std::vector<const RunningGang*> records;
+  for (const auto& [key, r] : s_->running) {
     if (!r.reclaimable || r.evicting || r.req.priority >= g.priority || r.pool != pool) continue;
-    if (!QueueAllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
+    if (!queues.AllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
     records.push_back(&r);
   }
-  if (records.empty()) return false;
-  std::vector<GangKey> keys;
-  std::optional<PricedPreemption> quote = ChooseReclaim(g, pool, records, keys, ctx);
-  if (!quote) return false;
-  ++stats_.reclaims;
-  return EvictAndStart(w, *quote->decision, keys, quote->graceful, "reclaimed by the head of its pool",
-                       "reclaimed preemptible backfill", ctx);
+  if (records.empty()) return std::nullopt;
+  std::optional<ChosenPreemption> chosen = ChooseReclaim(g, pool, records, ctx);
+  if (!chosen) return std::nullopt;
+  ++s_->stats.reclaims;
+  chosen->reason = "reclaimed by the head of its pool";
+  chosen->why = "reclaimed preemptible backfill";
+  return chosen;
 }
 
-bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& decision, const std::vector<GangKey>& keys,
-                           const std::vector<bool>& graceful, const std::string& reason, const std::string& why,
-                           PassContext& ctx) {
+EvictionResult TierPreemption::Evict(WaitingGang& w, const ChosenPreemption& chosen, PassContext& ctx) {
   const GangRequest& g = w.req;
-  std::vector<GangKey> evicted, pending;
+  const placement::PreemptionDecision& decision = chosen.decision;
+  EvictionResult result;
+  std::vector<GangKey>& evicted = result.evicted;
+  std::vector<GangKey> pending;
   double longest_notice = 0;
   for (int v : decision.victims) {
-    const GangKey victim = keys[static_cast<size_t>(v)];
-    const std::string job = running_.at(victim).req.job;
-    const std::optional<double> notice = ctx.driver.Evict(victim, g.key, reason, graceful[static_cast<size_t>(v)]);
+    const GangKey victim = chosen.keys[static_cast<size_t>(v)];
+    const std::string job = s_->running.at(victim).req.job;
+    const std::optional<double> notice =
+        ctx.driver.Evict(victim, g.key, chosen.reason, chosen.graceful[static_cast<size_t>(v)]);
     if (!notice) continue;
-    RecordPreemption(job, ctx.now);
+    Record(job, ctx.now);
     evicted.push_back(victim);
-    ++stats_.preemptions;
-    auto r = running_.find(victim);
-    if (r == running_.end()) continue;  // the driver reported it gone already
+    ++s_->stats.preemptions;
+    auto r = s_->running.find(victim);
+    if (r == s_->running.end()) continue;  // the driver reported it gone already
     if (*notice <= 0) {
-      EraseRunning(r);
+      s_->EraseRunning(r);
       continue;
     }
     // Told to checkpoint and stop: it holds its GPUs until then.
     r->second.evicting = true;
     r->second.evicted_at = ctx.now;
     r->second.expected_end = ctx.now + *notice;
-    forecast_.Add(victim, r->second.pool, ctx.now + *notice, r->second.req.IsShare() ? 1 : r->second.req.Gpus());
+    s_->forecast.Add(victim, r->second.pool, ctx.now + *notice,
+                     r->second.req.IsShare() ? 1 : r->second.req.Gpus());
     pending.push_back(victim);
     longest_notice = std::max(longest_notice, *notice);
   }
@@ -341,77 +332,64 @@ bool Engine::EvictAndStart(Waiting& w, const placement::PreemptionDecision& deci
   if (!pending.empty()) {
     const bool was_awaiting = !w.awaiting.empty();
     w.awaiting = std::move(pending);
-    NoteAwaiting(w, was_awaiting);
+    s_->NoteAwaiting(w, was_awaiting);
     w.reserve_pool = decision.plan.pool;
     w.awaiting_until = ctx.now + longest_notice + kEvictionGrace;
-    next_wake_ = next_wake_ ? std::min(*next_wake_, w.awaiting_until) : w.awaiting_until;
+    s_->WakeAt(w.awaiting_until);
     w.why = fmt::format("preempted {} gang(s) ({}); waiting up to {} for {} of them to checkpoint and stop",
-                        evicted.size(), why, Duration(longest_notice), w.awaiting.size());
-    return false;
+                        evicted.size(), chosen.why, Duration(longest_notice), w.awaiting.size());
+    result.awaiting = true;
   }
-  if (evicted.size() == decision.victims.size()) {
-    Admission a;
-    a.key = g.key;
-    a.kind = AdmitKind::kPreempting;
-    a.pool = decision.plan.pool;
-    a.members = decision.plan.members;
-    a.plan = decision.plan;
-    a.evicted = std::move(evicted);
-    a.why = why;
-    return Start(w, std::move(a), ctx);
-  }
-  // Someone could not be evicted: the plan may not hold; place afresh.
-  auto again = Place(g, ctx);
-  if (!again) return false;
-  again->kind = AdmitKind::kPreempting;
-  again->evicted = std::move(evicted);
-  again->why = why;
-  return Start(w, std::move(*again), ctx);
+  return result;
 }
 
-bool Engine::TryPreempt(Waiting& w, double expected_wait, PassContext& ctx) {
+std::optional<ChosenPreemption> TierPreemption::Choose(WaitingGang& w, double expected_wait, QueueReclaim& queues,
+                                                       PassContext& ctx) {
   const GangRequest& g = w.req;
-  const TierPolicy& tier = policy_.TierOf(g.priority);
+  const TierPolicy& tier = s_->policy.TierOf(g.priority);
   // Every lower-tier gang running in its pool that is not leaving already; the engine's
   // records describe them (QuotePreemption checks their standing and prices them).
   std::vector<VictimCandidate> candidates;
   std::vector<GangKey> keys;
-  std::vector<const Running*> records;
-  for (const auto& [key, r] : running_) {
+  std::vector<const RunningGang*> records;
+  for (const auto& [key, r] : s_->running) {
     if (r.req.priority >= g.priority || r.evicting) continue;
     if (!g.pool.empty() && r.pool != g.pool) continue;
-    if (!QueueAllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
+    if (!queues.AllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
     candidates.push_back(VictimCandidate{.key = key});
     keys.push_back(key);
     records.push_back(&r);
   }
-  auto quote = Quote(g, expected_wait, candidates, records, ctx.now, ctx.driver, std::nullopt, std::nullopt);
+  auto quote =
+      Quote(ctx.order, g, expected_wait, candidates, records, ctx.now, ctx.driver, std::nullopt, std::nullopt);
   if (!quote.ok()) {
     w.why = fmt::format("preemption: {}", quote.status().message());
-    return false;
+    return std::nullopt;
   }
-  if (quote->next_eligible) next_wake_ = next_wake_ ? std::min(*next_wake_, *quote->next_eligible) : *quote->next_eligible;
+  if (quote->next_eligible) s_->WakeAt(*quote->next_eligible);
   using Outcome = PricedPreemption::Outcome;
   switch (quote->outcome) {
     case Outcome::kPays:
       break;
     case Outcome::kDeclined:
-      ++stats_.preemptions_declined;
+      ++s_->stats.preemptions_declined;
       w.why = quote->why;
-      return false;
+      return std::nullopt;
     case Outcome::kNoVictimSet:
       w.why = candidates.empty() || quote->ineligible == static_cast<int>(candidates.size())
                   ? fmt::format("waiting longer than the {} tier's target ({}) but {}", tier.name,
                                 Duration(tier.target_wait_s), quote->why)
                   : fmt::format("preemption: {}", quote->why);
-      return false;
+      return std::nullopt;
     default:
       w.why = fmt::format("preemption: {}", quote->why);
-      return false;
+      return std::nullopt;
   }
-  return EvictAndStart(w, *quote->decision, keys, quote->graceful,
-                       fmt::format("preempted for {} ({})", g.key.str(), quote->price.Describe()),
-                       quote->price.Describe(), ctx);
+  return ChosenPreemption{.decision = std::move(*quote->decision),
+                          .keys = std::move(keys),
+                          .graceful = std::move(quote->graceful),
+                          .reason = fmt::format("preempted for {} ({})", g.key.str(), quote->price.Describe()),
+                          .why = quote->price.Describe()};
 }
 
 }  // namespace phalanx::scheduling

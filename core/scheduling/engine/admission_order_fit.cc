@@ -1,4 +1,4 @@
-// Gangs that cannot start (engine.h, "gangs that cannot start"): without team queues, a
+// Gangs that cannot start (admission_order.h, "gangs that cannot start"): without team queues, a
 // pass skips a run of waiting gangs that would only wait, in one step instead of gang by
 // gang. Under overload (thousands waiting, a handful of GPUs freed per event) the walk over
 // all of them was nearly all of a pass's work, though only a few could run.
@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <climits>
 
-#include "core/scheduling/engine.h"
-#include "core/scheduling/engine_internal.h"
+#include "core/scheduling/engine/admission_order.h"
+#include "core/scheduling/engine/pass_context.h"
 
 namespace phalanx::scheduling {
 
@@ -25,7 +25,7 @@ namespace {
 int GpusOf(const GangRequest& g) { return g.IsShare() ? 1 : g.Gpus(); }
 }  // namespace
 
-void Engine::IndexFit(Waiting& w, bool add) {
+void AdmissionOrder::IndexFit(WaitingGang& w, bool add) {
   if (add) {
     const GangRequest& g = w.req;
     const std::pair<int, std::string> slot_key{w.team, g.pool};
@@ -39,7 +39,7 @@ void Engine::IndexFit(Waiting& w, bool add) {
     auto [it, added] = fit_shapes_.try_emplace(FitKeyOf(w));
     if (added) {
       it->second.slot = w.fit_slot;
-      it->second.tier = &policy_.TierOf(g.priority);
+      it->second.tier = &s_->policy.TierOf(g.priority);
       it->second.key = &it->first;
     }
     it->second.gangs.Add(w.order, GpusOf(g));
@@ -49,7 +49,7 @@ void Engine::IndexFit(Waiting& w, bool add) {
     fit_changes_.push_back(FitChange{++fit_change_seq_, w.order, w.fit_slot, GpusOf(g), AmountOf(g)});
     return;
   }
-  // Emptied shapes stay until the next pass starts (Waiting::fit_shape of gangs gone
+  // Emptied shapes stay until the next pass starts (WaitingGang::fit_shape of gangs gone
   // during a pass still point at them).
   w.fit_shape->gangs.Erase(w.order);
   fit_sums_[static_cast<size_t>(w.fit_slot)].Erase(w.order);
@@ -58,50 +58,42 @@ void Engine::IndexFit(Waiting& w, bool add) {
   w.fit_shape = nullptr;
 }
 
-Engine::FitShapeKey Engine::FitKeyOf(const Waiting& w) {
+FitShapeKey AdmissionOrder::FitKeyOf(const WaitingGang& w) {
   const GangRequest& g = w.req;
   return FitShapeKey{w.team, g.pool, g.gpus_per_member, g.milli, g.level, g.members, g.priority};
 }
 
-std::map<Engine::FitShapeKey, Engine::FitShape>::iterator Engine::TeamShapes(int team) {
+std::map<FitShapeKey, FitShape>::iterator AdmissionOrder::TeamShapes(int team) {
   return fit_shapes_.lower_bound(FitShapeKey{team, "", INT_MIN, INT_MIN, "", INT_MIN, INT_MIN});
 }
 
-std::map<Engine::FitShapeKey, Engine::FitShape>::const_iterator Engine::TeamShapes(int team) const {
+std::map<FitShapeKey, FitShape>::const_iterator AdmissionOrder::TeamShapes(int team) const {
   return fit_shapes_.lower_bound(FitShapeKey{team, "", INT_MIN, INT_MIN, "", INT_MIN, INT_MIN});
 }
 
-void Engine::SyncAwaiting(const Waiting& w) {
-  if (w.awaiting.empty()) {
-    awaiting_orders_.erase(w.order);
-  } else if (w.fit_shape != nullptr) {
-    awaiting_orders_.insert(w.order);
-  }
-}
-
-void Engine::MarkSeen(Waiting& w) {
+void AdmissionOrder::MarkSeen(WaitingGang& w) {
   if (!w.fresh) return;
   w.fresh = false;
   fresh_orders_.erase(w.order);
 }
 
-void Engine::BeginFitPass(PassContext& ctx) {
+void AdmissionOrder::BeginFitPass(PassContext& ctx) {
   std::erase_if(fit_shapes_, [](const auto& e) { return e.second.gangs.empty(); });
   ctx.fit_snaps.assign(fit_slots_.size(), {});
   ctx.fit_free.assign(fit_slots_.size(), {~uint64_t{0}, 0});
   ++fit_step_;
-  if (ctx.scope != Scope::kFull) return;
+  if (ctx.scope != PassScope::kFull) return;
   // This pass re-decides every gang's reason: the one before last is read by nobody after it.
   fit_runs_before_ = std::move(fit_runs_);
-  fit_runs_ = FitRuns{.pass = stats_.passes, .now = ctx.now, .seq_limit = pass_seq_limit_, .runs = {}};
-  fit_runs_.runs.resize(ledger_.enabled() ? ledger_.config().queues.size() + 1 : 1);
+  fit_runs_ = FitRuns{.pass = s_->stats.passes, .now = ctx.now, .seq_limit = s_->pass_seq_limit, .runs = {}};
+  fit_runs_.runs.resize(s_->ledger.enabled() ? s_->ledger.config().queues.size() + 1 : 1);
 }
 
-void Engine::EndFitPass(PassContext& /*ctx*/) {
-  for (Waiting* w : fit_pending_)
+void AdmissionOrder::EndFitPass(PassContext& /*ctx*/) {
+  for (WaitingGang* w : fit_pending_)
     if (!w->gone) IndexFit(*w, true);
   fit_pending_.clear();
-  if (fit_runs_.pass == stats_.passes) fit_runs_before_ = FitRuns{};  // a full pass re-decided every reason
+  if (fit_runs_.pass == s_->stats.passes) fit_runs_before_ = FitRuns{};  // a full pass re-decided every reason
   // Changes before the first run still read are read by nobody.
   uint64_t oldest = fit_change_seq_;
   for (const FitRuns* runs : {&fit_runs_, &fit_runs_before_})
@@ -110,7 +102,7 @@ void Engine::EndFitPass(PassContext& /*ctx*/) {
   while (!fit_changes_.empty() && fit_changes_.front().seq <= oldest) fit_changes_.pop_front();
 }
 
-void Engine::ClassifyFitShape(const FitShapeKey& key, FitShape& shape, PassContext& ctx) {
+void AdmissionOrder::ClassifyFitShape(const FitShapeKey& key, FitShape& shape, PassContext& ctx) {
   if (shape.classified == fit_step_) return;
   shape.classified = fit_step_;
   const placement::ClusterState& state = ctx.driver.state();
@@ -126,15 +118,15 @@ void Engine::ClassifyFitShape(const FitShapeKey& key, FitShape& shape, PassConte
       // QuotaFor's verdict and the walk's turn (QueueWalk), for any gang of the shape.
       const Milli amount = share ? key.milli : static_cast<Milli>(key.members * key.gpus_per_member) * kMilliGpu;
       if (!key.pool.empty()) {
-        quota = ledger_.Check(key.team, ledger_.PoolIndex(key.pool), amount);
+        quota = s_->ledger.Check(key.team, s_->ledger.PoolIndex(key.pool), amount);
         shape.within = quota == QueueLedger::Fit::kWithinNominal;
       } else {
         for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
           if (state.pool(p).nodes.empty()) continue;
-          const QueueLedger::Fit fit = ledger_.Check(key.team, ledger_.PoolIndex(state.pool(p).name), amount);
+          const QueueLedger::Fit fit = s_->ledger.Check(key.team, s_->ledger.PoolIndex(state.pool(p).name), amount);
           if (!quota || fit < *quota) quota = fit;
         }
-        shape.within = ledger_.WithinNominalOfAnyPool(key.team, amount);
+        shape.within = s_->ledger.WithinNominalOfAnyPool(key.team, amount);
       }
       shape.room = quota && *quota != QueueLedger::Fit::kNoRoom;
       if (!shape.room) return;
@@ -142,18 +134,18 @@ void Engine::ClassifyFitShape(const FitShapeKey& key, FitShape& shape, PassConte
     if (share || shape.headable) return;
     if (tier.target_wait_s >= 0) {
       auto s = ctx.searches.find(key.pool);
-      if (s == ctx.searches.end() || s->second < policy_.preemption_searches_per_pass) return;
+      if (s == ctx.searches.end() || s->second < s_->policy.preemption_searches_per_pass) return;
     }
     if (quota == QueueLedger::Fit::kWithinNominal) {
       // It would take back what its queue lent, unless its pool's reclaims are spent.
       if (key.pool.empty()) return;
       auto s = ctx.reclaim_searches.find(key.pool);
-      if (s == ctx.reclaim_searches.end() || s->second < policy_.preemption_searches_per_pass) return;
+      if (s == ctx.reclaim_searches.end() || s->second < s_->policy.preemption_searches_per_pass) return;
     }
     auto& [free_at, f] = ctx.fit_free[static_cast<size_t>(shape.slot)];
     if (free_at != fit_step_) {
       free_at = fit_step_;
-      f = FreeGpus(state, key.pool);
+      f = EngineState::FreeGpus(state, key.pool);
     }
     bool fails = f < key.members * key.gpus_per_member;
     if (!fails) {
@@ -164,9 +156,9 @@ void Engine::ClassifyFitShape(const FitShapeKey& key, FitShape& shape, PassConte
   }
 }
 
-bool Engine::FitPassive(const Waiting& w, PassContext& ctx) {
+bool AdmissionOrder::FitPassive(const WaitingGang& w, PassContext& ctx) {
   if (w.fit_shape == nullptr || !w.awaiting.empty()) return false;
-  const bool full = ctx.scope == Scope::kFull;
+  const bool full = ctx.scope == PassScope::kFull;
   if (!full && w.fresh) return false;  // tried in a pass after arrivals: walked
   ClassifyFitShape(*w.fit_shape->key, *w.fit_shape, ctx);
   const FitShape& shape = *w.fit_shape;
@@ -174,8 +166,8 @@ bool Engine::FitPassive(const Waiting& w, PassContext& ctx) {
   return full ? shape.passive_tried : !shape.headable;
 }
 
-std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContext& ctx, RoomCache* room) {
-  const bool full = ctx.scope == Scope::kFull;
+std::optional<OrderKey> AdmissionOrder::SkipFitRun(const WaitingGang& at, PassContext& ctx, RoomCache* room) {
+  const bool full = ctx.scope == PassScope::kFull;
   const int team = at.team;
   const bool within = at.fit_shape->within;
   // A full pass's run also takes the queue's gangs without quota room that have `at`'s turn
@@ -206,7 +198,7 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
     }
     consider(shape.gangs.After(at.order));
   }
-  consider(first_after(awaiting_orders_));  // of every queue: a stop early in this one is only a step
+  consider(first_after(s_->awaiting_orders));  // of every queue: a stop early in this one is only a step
   if (!full) consider(first_after(fresh_orders_));
   auto in_run = [&](const OrderSums<OrderKey>& sums) {
     return (next ? sums.Below(*next) : sums.Total()) - sums.Below(at.order);
@@ -233,9 +225,9 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
     RoomTexts(team, *room);
     run.refused = room->texts;
     SkippedRuns& runs = skipped_[static_cast<size_t>(team)];
-    runs.pass = stats_.passes;
+    runs.pass = s_->stats.passes;
     runs.runs.push_back(SkippedRun{.from = at.order, .to = next.value_or(OrderKey{}), .to_end = !next,
-                                   .seq_limit = pass_seq_limit_, .texts = room->texts});
+                                   .seq_limit = s_->pass_seq_limit, .texts = room->texts});
   }
   for (size_t s = 0; s < fit_slots_.size(); ++s) {
     if (fit_slots_[s].first != team) continue;
@@ -255,7 +247,7 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
     // Not tried, they keep their reasons: those the last pass recorded for the ones it
     // skipped for want of quota room (SkippedWhy) carry over to this pass.
     const auto t = static_cast<size_t>(team);
-    if (t < skipped_before_.size() && skipped_before_[t].pass + 1 == stats_.passes) {
+    if (t < skipped_before_.size() && skipped_before_[t].pass + 1 == s_->stats.passes) {
       for (const SkippedRun& r : skipped_before_[t].runs) {
         if (next && !(r.from < *next)) break;
         if (!r.to_end && !(at.order < r.to)) continue;
@@ -265,7 +257,7 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
           copy.to = *next;
           copy.to_end = false;
         }
-        skipped_[t].pass = stats_.passes;
+        skipped_[t].pass = s_->stats.passes;
         skipped_[t].runs.push_back(std::move(copy));
       }
     }
@@ -273,27 +265,27 @@ std::optional<Engine::OrderKey> Engine::SkipFitRun(const Waiting& at, PassContex
   return next;
 }
 
-std::shared_ptr<const Engine::FitSlotSnap> Engine::SnapSlot(int slot, PassContext& ctx) {
+std::shared_ptr<const FitSlotSnap> AdmissionOrder::SnapSlot(int slot, PassContext& ctx) {
   const std::string& pool = fit_slots_[static_cast<size_t>(slot)].second;
   auto head = ctx.heads.find(pool);
   const bool behind = head != ctx.heads.end();
-  const auto key = std::make_tuple(forecast_.version(), behind, stats_.admitted, stats_.preemptions);
+  const auto key = std::make_tuple(s_->forecast.version(), behind, s_->stats.admitted, s_->stats.preemptions);
   auto& [cached_for, cached] = ctx.fit_snaps[static_cast<size_t>(slot)];
   if (cached && cached_for == key) return cached;
   auto snap = std::make_shared<FitSlotSnap>();
-  snap->free_now = FreeGpus(ctx.driver.state(), pool);
+  snap->free_now = EngineState::FreeGpus(ctx.driver.state(), pool);
   snap->behind = behind;
   if (behind) {
     snap->head = head->second.reservation.head;
     snap->head_start = head->second.reservation.expected_start;
   }
-  snap->curve = std::make_shared<const ReleaseForecast::Curve>(forecast_.CurveOf(pool));
+  snap->curve = std::make_shared<const ReleaseForecast::Curve>(s_->forecast.CurveOf(pool));
   cached_for = key;
   cached = std::move(snap);
   return cached;
 }
 
-std::optional<std::string> Engine::FitWhy(const Waiting& w) const {
+std::optional<std::string> AdmissionOrder::FitWhy(const WaitingGang& w) const {
   if (w.fit_shape == nullptr) return std::nullopt;
   for (const FitRuns* runs : {&fit_runs_, &fit_runs_before_}) {
     if (runs->pass == 0 || runs->pass <= w.why_pass) continue;
@@ -338,16 +330,16 @@ std::optional<std::string> Engine::FitWhy(const Waiting& w) const {
     if (slot >= run->slots.size() || !run->slots[slot]) return std::nullopt;
     const FitSlotSnap& snap = *run->slots[slot];
     const int gpus = GpusOf(w.req);
-    double wait = policy_.wait_horizon_s;
+    double wait = s_->policy.wait_horizon_s;
     const ReleaseForecast::Shadow own = snap.curve->When(gpus + static_cast<int>(ahead), snap.free_now, runs->now);
-    if (own.reachable) wait = std::min(own.start - runs->now, policy_.wait_horizon_s);
+    if (own.reachable) wait = std::min(own.start - runs->now, s_->policy.wait_horizon_s);
     return WaitReason(w.req.pool, snap.behind ? &snap.head : nullptr, snap.head_start, gpus, snap.free_now, wait,
                       runs->now, "");
   }
   return std::nullopt;
 }
 
-int64_t Engine::WaitingGpusBefore(const std::string* pool, const OrderKey& order, uint64_t since) const {
+int64_t AdmissionOrder::WaitingGpusBefore(const std::string* pool, const OrderKey& order, uint64_t since) const {
   // Every queue's gangs of the pool.
   auto counts = [&](int s) { return pool == nullptr || fit_slots_[static_cast<size_t>(s)].second == *pool; };
   int64_t sum = 0;
@@ -358,11 +350,11 @@ int64_t Engine::WaitingGpusBefore(const std::string* pool, const OrderKey& order
   return sum;
 }
 
-void Engine::MaterializeFitWhys() {
-  for (auto& [key, w] : waiting_) {
+void AdmissionOrder::MaterializeFitWhys() {
+  for (auto& [key, w] : s_->waiting) {
     if (std::optional<std::string> skipped = FitWhy(*w)) {
       w->why = std::move(*skipped);
-      w->why_pass = stats_.passes;
+      w->why_pass = s_->stats.passes;
     }
   }
   fit_runs_ = FitRuns{};

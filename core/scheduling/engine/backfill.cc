@@ -1,13 +1,13 @@
 // Heads: a waiting gang's expected start (node-level replay of expected ends) and the
 // room backfill may take without delaying it (docs/algorithms.md §8.2).
-#include "core/scheduling/engine.h"
+#include "core/scheduling/engine/backfill.h"
 
 #include <algorithm>
 #include <bit>
 #include <optional>
 #include <unordered_map>
 
-#include "core/scheduling/engine_internal.h"
+#include "core/scheduling/engine/pass_context.h"
 
 namespace phalanx::scheduling {
 
@@ -19,7 +19,8 @@ namespace {
 
 int MembersOn(int free_gpus, int per_member) { return free_gpus / per_member; }
 
-int GpusOn(const Admission& a, const placement::ClusterState& state, std::unordered_map<placement::NodeIndex, int>* out) {
+int GpusOn(const Admission& a, const placement::ClusterState& state,
+           std::unordered_map<placement::NodeIndex, int>* out) {
   int total = 0;
   if (a.share) {
     if (auto n = state.FindNode(a.share->first)) (*out)[*n] += 1;
@@ -36,7 +37,7 @@ int GpusOn(const Admission& a, const placement::ClusterState& state, std::unorde
 
 }  // namespace
 
-bool Engine::HeadPlan::TakeIfStillFits(const Admission& a, const placement::ClusterState& state) {
+bool HeadPlan::TakeIfStillFits(const Admission& a, const placement::ClusterState& state) {
   std::unordered_map<placement::NodeIndex, int> taken;
   GpusOn(a, state, &taken);
   int lost = 0;
@@ -60,9 +61,7 @@ bool Engine::HeadPlan::TakeIfStillFits(const Admission& a, const placement::Clus
   return true;
 }
 
-// A preemptor waiting for its victims' checkpoints holds their pool's head; nothing
-// preemptible may backfill there (it would only be evicted again when the victims stop).
-Engine::HeadPlan Engine::AwaitingHead(const Waiting& w, PassContext& ctx) const {
+HeadPlan Backfill::AwaitingHead(const WaitingGang& w, PassContext& ctx) const {
   HeadPlan head = PlanHead(w, w.reserve_pool, ctx);
   head.awaiting = true;
   return head;
@@ -70,13 +69,20 @@ Engine::HeadPlan Engine::AwaitingHead(const Waiting& w, PassContext& ctx) const 
 
 // The head's expected start: replay the pool's running gangs ending in expected-end
 // order onto the nodes' free GPUs until the head's members fit (whole members per node).
-Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name, PassContext& ctx) const {
+HeadPlan Backfill::PlanHead(const WaitingGang& w, const std::string& pool_name,
+                            PassContext& ctx) const {
   const GangRequest& g = w.req;
   const placement::ClusterState& state = ctx.driver.state();
   HeadPlan head;
   head.per_member = g.gpus_per_member;
-  head.reservation = HeadReservation{.pool = pool_name, .head = g.key, .priority = g.priority, .gpus = g.Gpus(),
-                                     .members = g.members, .expected_start = ctx.now, .reachable = false, .spare_gpus = 0};
+  head.reservation = HeadReservation{.pool = pool_name,
+                                     .head = g.key,
+                                     .priority = g.priority,
+                                     .gpus = g.Gpus(),
+                                     .members = g.members,
+                                     .expected_start = ctx.now,
+                                     .reachable = false,
+                                     .spare_gpus = 0};
   const placement::PoolId pool = state.FindPool(pool_name);
   if (pool == placement::kNoPool) return head;
   int free_total = 0;
@@ -96,7 +102,7 @@ Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name
     free_total += gpus;
     head.capacity_at_start += MembersOn(f, g.gpus_per_member) - before;
   };
-  auto release = [&](const Running& r) {
+  auto release = [&](const RunningGang& r) {
     for (const PodUid& uid : r.pods) {
       const placement::PodAllocation* p = state.FindPod(uid);
       if (p == nullptr || p->milli < placement::kMilliPerGpu) continue;  // a share frees no whole GPU alone
@@ -112,25 +118,25 @@ Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name
   };
   // Preemptible backfill below it is taken back when the head is ready: count its GPUs
   // as free from the start.
-  auto taken_back = [&](const Running& r) { return r.reclaimable && r.req.priority < g.priority; };
-  if (reclaimable_ > 0) {
-    for (const auto& [key, r] : running_)
+  auto taken_back = [&](const RunningGang& r) { return r.reclaimable && r.req.priority < g.priority; };
+  if (s_->reclaimable > 0) {
+    for (const auto& [key, r] : s_->running)
       if (r.pool == pool_name && taken_back(r)) release(r);
   }
   double start = ctx.now;
   if (head.capacity_at_start < g.members) {
     // The pool's running gangs by expected end (the forecast keeps them in that order;
     // overdue ones: soon, not in the past), each instant's together, until the head fits.
-    const double soon = ctx.now + forecast_.overdue_grace_s;
+    const double soon = ctx.now + s_->forecast.overdue_grace_s;
     std::optional<double> instant;  // of the releases so far
-    forecast_.InEndOrder(pool_name, [&](double end, const GangKey& key) {
+    s_->forecast.InEndOrder(pool_name, [&](double end, const GangKey& key) {
       const double t = std::max(end, soon);
       if (instant && t != *instant) {
         start = *instant;
         if (head.capacity_at_start >= g.members) return false;
       }
-      auto r = running_.find(key);
-      if (r == running_.end() || taken_back(r->second)) return true;  // released above
+      auto r = s_->running.find(key);
+      if (r == s_->running.end() || taken_back(r->second)) return true;  // released above
       release(r->second);
       instant = t;
       return true;
@@ -144,9 +150,71 @@ Engine::HeadPlan Engine::PlanHead(const Waiting& w, const std::string& pool_name
   return head;
 }
 
-}  // namespace phalanx::scheduling
 
-namespace phalanx::scheduling {
+std::optional<HeadPlan> Backfill::HeadFor(const WaitingGang& w, PassContext& ctx) const {
+  const GangRequest& g = w.req;
+  const TierPolicy& tier = s_->policy.TierOf(g.priority);
+  if (g.IsShare() || tier.reserve_after_s < 0 || ctx.now - w.since < tier.reserve_after_s) return std::nullopt;
+  // A head whose start cannot be predicted promises nothing and holds nothing back; the
+  // shape is remembered for the pass so the replay is not repeated for every such gang.
+  auto plan_head = [&](const std::string& pool) -> std::optional<HeadPlan> {
+    const auto shape = std::make_tuple(pool, g.gpus_per_member, g.members);
+    if (ctx.unreachable.contains(shape)) return std::nullopt;
+    HeadPlan candidate = PlanHead(w, pool, ctx);
+    if (candidate.reservation.reachable) return candidate;
+    ctx.unreachable.insert(shape);
+    return std::nullopt;
+  };
+  if (!g.pool.empty()) {
+    if (ctx.heads.contains(g.pool)) return std::nullopt;
+    return plan_head(g.pool);
+  }
+  const placement::ClusterState& state = ctx.driver.state();
+  std::optional<HeadPlan> head;
+  for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
+    const std::string& name = state.pool(p).name;
+    if (state.pool(p).nodes.empty() || ctx.heads.contains(name)) continue;
+    std::optional<HeadPlan> candidate = plan_head(name);
+    if (candidate && (!head || candidate->reservation.expected_start < head->reservation.expected_start)) {
+      head = std::move(candidate);
+    }
+  }
+  return head;
+}
+
+// Backfill rules against the head of the pool the admission runs in: (a) it ends before
+// the head's expected start; (b) the head still fits at that time with the admission's
+// GPUs taken (member capacity per node, not a GPU count: a gang of whole nodes cannot use
+// scattered GPUs); (c) preemptible backfill.
+std::optional<AdmitKind> Backfill::KindOf(const GangRequest& g, const Admission& a,
+                                          PassContext& ctx) const {
+  auto h = ctx.heads.find(a.pool);
+  if (h == ctx.heads.end() || h->second.reservation.head == g.key) return AdmitKind::kFits;
+  if (!s_->policy.backfill) return std::nullopt;
+  HeadPlan& head = h->second;
+  if (head.reservation.reachable && ctx.now + s_->ExpectedDuration(g) <= head.reservation.expected_start) {
+    return AdmitKind::kBackfillEndsInTime;
+  }
+  if (head.reservation.reachable && head.TakeIfStillFits(a, ctx.driver.state())) return AdmitKind::kBackfillSpareGpus;
+  // Spot-like work that checkpoints: the head takes it back when it is ready (only a
+  // strictly higher-priority head may).
+  if (s_->policy.TierOf(g.priority).preemptible_backfill && g.checkpoints && g.priority < head.reservation.priority &&
+      !head.awaiting) {
+    return AdmitKind::kPreemptibleBackfill;
+  }
+  return std::nullopt;
+}
+
+void Backfill::Remember(PassContext& ctx) {
+  heads_.clear();
+  for (auto& [pool, head] : ctx.heads) heads_.emplace(pool, std::move(head.reservation));
+}
+
+std::vector<HeadReservation> Backfill::Heads() const {
+  std::vector<HeadReservation> out;
+  for (const auto& [pool, h] : heads_) out.push_back(h);
+  return out;
+}
 
 // A gang that outlived its expected end (its hint or tier default was short) would count
 // as ending "now + grace" in every pass: a head waiting on its GPUs would expect to start
@@ -154,22 +222,22 @@ namespace phalanx::scheduling {
 // re-forecast instead, once per overrun: it is expected to run as long again as it was
 // expected to run in all (the estimate proved at least 2x short), never less than the
 // grace; a victim that was asked to stop is expected within the grace.
-void Engine::ReforecastOverdue(double now) {
+void Backfill::ReforecastOverdue(double now) {
   std::vector<GangKey> overdue;
-  forecast_.InEndOrder("", [&](double end, const GangKey& key) {
+  s_->forecast.InEndOrder("", [&](double end, const GangKey& key) {
     if (end >= now) return false;
     overdue.push_back(key);
     return true;
   });
   for (const GangKey& key : overdue) {
-    auto it = running_.find(key);
-    if (it == running_.end()) continue;
-    Running& r = it->second;
-    const double grace = forecast_.overdue_grace_s;
+    auto it = s_->running.find(key);
+    if (it == s_->running.end()) continue;
+    RunningGang& r = it->second;
+    const double grace = s_->forecast.overdue_grace_s;
     const double again = r.evicting ? grace : std::max(grace, r.expected_end - r.started);
     r.expected_end = now + again;
-    forecast_.Add(key, r.pool, r.expected_end, r.req.IsShare() ? 1 : r.req.Gpus());
-    if (!r.evicting) ++stats_.overruns;
+    s_->forecast.Add(key, r.pool, r.expected_end, r.req.IsShare() ? 1 : r.req.Gpus());
+    if (!r.evicting) ++s_->stats.overruns;
   }
 }
 

@@ -1,0 +1,148 @@
+// The scheduling engine's shared state (engine.h): the waiting and running gangs and their
+// indexes, the release forecast, the team-queue ledger, bookings made outside the engine,
+// the counters. The Engine owns it and hands it to its parts (admission order, backfill,
+// tier preemption, queue reclaim: the other headers of this folder) call by call, the way
+// kube-scheduler plugins see a framework handle; what each part keeps for itself (memos,
+// skip indexes, preemption history) it owns. Internal to core/scheduling.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/scheduling/engine_types.h"
+#include "core/scheduling/queues.h"
+#include "core/scheduling/release_forecast.h"
+#include "core/scheduling/tier_policy.h"
+
+namespace phalanx::scheduling {
+
+// Queue order: priority descending, first submission, then arrival.
+using OrderKey = std::tuple<int, double, uint64_t>;
+inline OrderKey OrderOf(const GangRequest& g, uint64_t seq) { return {-g.priority, g.submitted, seq}; }
+// What a gang counts in its team queue's usage.
+inline Milli AmountOf(const GangRequest& g) {
+  return g.IsShare() ? g.milli : static_cast<Milli>(g.Gpus()) * kMilliGpu;
+}
+
+struct FitShape;  // admission_order.h
+
+struct WaitingGang {
+  GangRequest req;
+  OrderKey order;
+  bool fresh = true;  // not tried since it was queued
+  bool gone = false;  // started or removed during the pass that still points at it
+  double since = -1;  // first pass that saw it waiting
+  std::string why;
+  std::vector<GangKey> awaiting;  // its victims still checkpointing (graceful preemption)
+  std::string reserve_pool;       // ... in this pool
+  double awaiting_until = 0;
+  // Team queues on: its resolved queue (QueueLedger index) and the ledger's index of
+  // req.pool (-1 until the ledger knows the pool: LedgerPoolOf looks again). Indexes
+  // stay valid until SetQueues replaces the ledger and resets them.
+  int team = -1;
+  int ledger_pool = -1;
+  uint64_t why_pass = 0;  // the pass that last walked it (else `why` may be a skipped queue's reason)
+  FitShape* fit_shape = nullptr;  // its entry in AdmissionOrder's shapes (nullptr: not indexed yet)
+  int fit_slot = -1;              // AdmissionOrder's slot of (team, req.pool)
+};
+
+struct RunningGang {
+  GangRequest req;
+  std::string pool;  // where it runs
+  std::vector<PodUid> pods;
+  double started = 0;
+  double expected_end = 0;
+  bool reclaimable = false;  // admitted as preemptible backfill over a head
+  bool evicting = false;     // asked to checkpoint and stop: no longer a candidate
+  double evicted_at = 0;     // ... when (its entry in TierPreemption's history)
+  int team = -1;             // resolved team queue (QueueLedger index; queues on)
+  uint64_t borrowing_epoch = 0;  // == QueueReclaim's epoch: it borrows (QueueLedger::IsBorrowing)
+};
+
+// Engine::BookOutside: counted in the ledger only (queues on), never running here.
+struct OutsideBooking {
+  std::string queue;  // as named
+  std::string pool;
+  Milli amount = 0;
+  int priority = 0;
+  double started = 0;
+  bool operator==(const OutsideBooking&) const = default;
+};
+
+struct EngineState {
+  EngineState(EnginePolicy p, QueueConfig queues) : policy(std::move(p)), ledger(std::move(queues)) {}
+
+  EnginePolicy policy;
+  EngineStats stats;
+  uint64_t next_seq = 1;
+  // Waiting gangs live on the heap so the order indexes and a pass's cursors point at
+  // them without a lookup by key; one erased during a pass is kept (marked gone) until
+  // the pass ends, so pointers the pass holds stay valid.
+  std::unordered_map<GangKey, std::unique_ptr<WaitingGang>> waiting;
+  std::map<OrderKey, WaitingGang*> by_order;                           // every waiting gang
+  std::map<std::string, std::map<OrderKey, WaitingGang*>> by_pool;     // by required pool ("" = any)
+  std::map<std::string, std::map<OrderKey, WaitingGang*>> by_queue;    // by team queue name (queues on)
+  bool in_pass = false;
+  std::vector<std::unique_ptr<WaitingGang>> gone;  // erased during this pass
+  // Gangs queued at or after this sequence number joined during the pass: not walked in it.
+  uint64_t pass_seq_limit = 0;
+  std::vector<GangKey> unseen;  // queued since the last pass (`since` and `fresh` at its end)
+  int awaiting_gangs = 0;       // waiting gangs whose victims are still checkpointing
+  std::set<OrderKey> awaiting_orders;  // ... of those the admission order indexes (always walked)
+  std::map<GangKey, RunningGang> running;  // ordered: deterministic victim search
+  int reclaimable = 0;                     // running gangs admitted as preemptible backfill
+  ReleaseForecast forecast;
+  std::optional<double> next_wake;
+  QueueLedger ledger;
+  std::map<GangKey, OutsideBooking> outside;
+
+  double ExpectedDuration(const GangRequest& g) const {
+    if (g.duration_hint_s && *g.duration_hint_s > 0) return *g.duration_hint_s;
+    return policy.TierOf(g.priority).default_duration_s;
+  }
+  static int FreeGpus(const placement::ClusterState& state, const std::string& pool) {
+    if (pool.empty()) return state.FreeGpus();
+    const placement::PoolId id = state.FindPool(pool);
+    return id == placement::kNoPool ? 0 : state.pool(id).free_gpus;
+  }
+  // A pass is due by `t` at the latest (Engine::NextWake).
+  void WakeAt(double t) { next_wake = next_wake ? std::min(*next_wake, t) : t; }
+  // The ledger's index of the pool a waiting gang requires (-1: the ledger has none).
+  int LedgerPoolOf(WaitingGang& w) const {
+    // Looked up until the ledger knows the pool; then its index is kept (SetQueues resets it).
+    if (w.ledger_pool < 0) w.ledger_pool = ledger.PoolIndex(w.req.pool);
+    return w.ledger_pool;
+  }
+  // w.awaiting changed from `was` (non-empty) to what it is: keeps awaiting_gangs and
+  // awaiting_orders.
+  void NoteAwaiting(const WaitingGang& w, bool was) {
+    if (was && w.awaiting.empty()) --awaiting_gangs;
+    if (!was && !w.awaiting.empty()) ++awaiting_gangs;
+    SyncAwaiting(w);
+  }
+  void SyncAwaiting(const WaitingGang& w) {
+    if (w.awaiting.empty()) {
+      awaiting_orders.erase(w.order);
+    } else if (w.fit_shape != nullptr) {
+      awaiting_orders.insert(w.order);
+    }
+  }
+  // A running gang is gone (finished, evicted at once): out of the forecast and the ledger.
+  // Every ledger change bumps QueueLedger::version(), which QueueReclaim's caches key on.
+  void EraseRunning(std::map<GangKey, RunningGang>::iterator it) {
+    if (it->second.reclaimable) --reclaimable;
+    forecast.Remove(it->first);
+    if (ledger.enabled()) ledger.Remove(it->first);
+    running.erase(it);
+  }
+};
+
+}  // namespace phalanx::scheduling
