@@ -156,6 +156,7 @@ void ExtenderServer::Register(http::HttpServer& server, bool verbs, bool debug) 
   server.Handle("POST", "/v1/filter", http::SyncHandler([this](const http::Request& req) {
                   const auto start = Clock::now();
                   auto args = ParseFilterArgs(req.body, ThreadParser());
+                  if (args.ok()) args->reply_only = true;  // a kept no-fit answer may stand in
                   http::Response r = args.ok() ? JsonReply(200, EncodeFilterResult(extender_.Filter(*args)))
                                                : ErrorReply(400, args.status().message());
                   Count("filter", r.status, std::chrono::duration<double>(Clock::now() - start).count());
