@@ -171,6 +171,8 @@ class Session final : public Connection {
   struct OutItem {
     std::string bytes;
     size_t backlog = 0;  // stream bytes counted in Exchange::backlog_bytes
+    std::shared_ptr<const std::string> shared;  // written instead of `bytes` when set
+    const std::string& data() const { return shared ? *shared : bytes; }
   };
 
   static Stream MakeStream(tcp::socket socket, asio::ssl::context* tls) {
@@ -372,14 +374,21 @@ class Session final : public Connection {
     const bool body_allowed = StatusAllowsBody(response.status);
     HeadOptions options;
     options.framing = Framing::kContentLength;
-    options.content_length = body_allowed ? response.body.size() : 0;
+    const std::string& body = response.shared_body ? *response.shared_body : response.body;
+    options.content_length = body_allowed ? body.size() : 0;
     options.close = close_after_response_;
     options.http10_keep_alive = http10_ && !close_after_response_;
     // Head and body leave in one gather write (one sendmsg): a head sent alone is a segment of
     // its own that wakes the client for 75 bytes before the body follows.
     Push(FormatResponseHead(response.status, body_allowed ? response.content_type : "",
                             response.headers, options));
-    if (body_allowed && !head_request_ && !response.body.empty()) Push(std::move(response.body));
+    if (body_allowed && !head_request_ && !body.empty()) {
+      if (response.shared_body) {
+        if (!closed_) out_.push_back(OutItem{{}, 0, std::move(response.shared_body)});
+      } else {
+        Push(std::move(response.body));
+      }
+    }
     Flush();
     CompleteResponse();
   }
@@ -441,7 +450,7 @@ class Session final : public Connection {
     writing_ = true;
     write_count_ = std::min(out_.size(), kMaxGatherBuffers);
     write_buffers_.clear();
-    for (size_t i = 0; i < write_count_; ++i) write_buffers_.push_back(asio::buffer(out_[i].bytes));
+    for (size_t i = 0; i < write_count_; ++i) write_buffers_.push_back(asio::buffer(out_[i].data()));
     SetDeadline(Clock::now() + core_->options.idle_timeout);  // a stalled client is cut off
     asio::async_write(stream_, write_buffers_, TransferAll{},
                       [self = Self()](error_code ec, size_t) { self->OnWrite(ec); });

@@ -167,6 +167,33 @@ TEST(HttpServerTest, LargeBodiesBothWaysOnOneKeepAliveConnection) {
   }
 }
 
+// A body the handler keeps for several replies is sent as it is and stays intact.
+TEST(HttpServerTest, SharedBodyIsSentToEveryRequestAndLeftIntact) {
+  auto kept = std::make_shared<const std::string>(std::string(300'000, 'k') + "end");
+  HttpServer server(ServerOptions{});
+  server.Handle("*", "/kept", SyncHandler([kept](const Request&) {
+                  Response r;
+                  r.shared_body = kept;
+                  return r;
+                }));
+  ASSERT_TRUE(server.Start().ok());
+  RawClient client;
+  ASSERT_TRUE(client.Connect(server.port()).ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(client.Send(GetRequest("/kept")).ok());
+    auto response = client.ReadResponse();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ((*response)["Content-Length"], std::to_string(kept->size()));
+    EXPECT_TRUE(response->body() == *kept);
+  }
+  ASSERT_TRUE(client.Send("HEAD /kept HTTP/1.1\r\nHost: test\r\n\r\n").ok());
+  auto head = client.ReadResponse(/*head=*/true);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ((*head)["Content-Length"], std::to_string(kept->size()));
+  EXPECT_TRUE(head->body().empty());
+  EXPECT_EQ(kept->size(), 300'003u);
+}
+
 TEST(HttpServerTest, ServesConcurrentClients) {
   HttpServer server(ServerOptions{});
   std::atomic<int> calls{0};
