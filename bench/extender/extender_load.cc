@@ -7,7 +7,13 @@
 //                             baseline a gate compares the verbs with (same run, same machine)
 //               filter        a 4-GPU pod (fits wherever 4 GPUs are free)
 //               filter-nofit  an 8-GPU pod: with --busy-per-node >= 1 no node fits, and the
-//                             reply names every candidate with a reason
+//                             reply names every candidate with a reason; the names come in one
+//                             of 8 orders, as kube-scheduler's parallel filter gives them, so the
+//                             daemon's kept no-fit answer (extender/verbs/no_fit_cache.h) serves
+//                             it as it would a queue of such pods on an unchanged cluster
+//               filter-nofit-cold  the same with another pod priority each request: no kept
+//                             answer matches, so every request is judged and encoded (what the
+//                             first such request after any ledger change costs)
 //               prioritize    the 4-GPU pod
 //               bind          a new pending 1-GPU pod per request (--bind-pods of them in the
 //                             snapshot), bound to node i mod --nodes: devices chosen, the
@@ -32,6 +38,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -135,14 +142,28 @@ struct Row {
 class Requests {
  public:
   Requests(const std::string& verb, int names, int nodes, int clients, std::atomic<int>* next_pod)
-      : verb_(verb), nodes_(nodes), next_pod_(next_pod) {
+      : verb_(verb), nodes_(nodes), next_pod_(next_pod), next_variant_(static_cast<size_t>(clients), 0) {
     for (int c = 0; c < clients; ++c) {
       // Different pods per client so no cache can hide work; names from the start of the cluster.
       const std::string pod = fmt::format("w-{}", c);
       if (verb == "echo") {
         fixed_.push_back("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
       } else if (verb == "filter-nofit") {
-        fixed_.push_back(Conn::Format("POST", "/v1/filter", FilterBody(WorkerPodJson(pod, 8), names)));
+        auto& mine = variants_.emplace_back();
+        for (int order = 0; order < kOrders; ++order) {
+          mine.push_back(Conn::Format("POST", "/v1/filter", ShuffledFilterBody(WorkerPodJson(pod, 8), names, order)));
+        }
+      } else if (verb == "filter-nofit-cold") {
+        // Priorities 0, -1, ..., -(kColdPriorities - 1): every node's 1-GPU pod (priority 0)
+        // is of an equal or higher tier, so each reply is the same as filter-nofit's.
+        const std::string json = WorkerPodJson(pod, 8);
+        auto& mine = variants_.emplace_back();
+        for (int p = 0; p < kColdPriorities; ++p) {
+          std::string with = json;
+          const size_t at = with.find("\"priority\":0,");
+          if (at != std::string::npos) with.replace(at, 13, fmt::format("\"priority\":{},", -p));
+          mine.push_back(Conn::Format("POST", "/v1/filter", FilterBody(with, names)));
+        }
       } else if (verb != "bind") {
         fixed_.push_back(Conn::Format("POST", "/v1/" + verb, FilterBody(WorkerPodJson(pod, 4), names)));
       }
@@ -150,6 +171,11 @@ class Requests {
   }
   // False when there is nothing left to send (bind: every pending pod bound).
   bool Next(int client, std::string* request) {
+    if (!variants_.empty()) {  // each client its variants in turn
+      const auto& mine = variants_[static_cast<size_t>(client)];
+      *request = mine[next_variant_[static_cast<size_t>(client)]++ % mine.size()];
+      return true;
+    }
     if (verb_ != "bind") {
       *request = fixed_[static_cast<size_t>(client)];
       return true;
@@ -172,6 +198,20 @@ class Requests {
   std::atomic<int>* next_pod_;
   int limit_ = 0;
   std::vector<std::string> fixed_;
+  // filter-nofit(-cold): requests sent in turn (more than the daemon keeps answers for, 4).
+  static constexpr int kOrders = 8, kColdPriorities = 64;
+  std::vector<std::vector<std::string>> variants_;  // [client]
+  std::vector<size_t> next_variant_;  // [client], each touched by its own thread only
+
+  // FilterBody with the names in a seeded random order (order 0: in order).
+  static std::string ShuffledFilterBody(const std::string& pod_json, int names, int order) {
+    std::vector<int> ids(static_cast<size_t>(names));
+    for (int i = 0; i < names; ++i) ids[static_cast<size_t>(i)] = i;
+    if (order > 0) std::shuffle(ids.begin(), ids.end(), std::mt19937(static_cast<unsigned>(order)));
+    std::string body = "{\"Pod\":" + pod_json + ",\"Nodes\":null,\"NodeNames\":[";
+    for (size_t i = 0; i < ids.size(); ++i) body += fmt::format("{}\"{}\"", i ? "," : "", NodeName(ids[i]));
+    return body + "]}";
+  }
 };
 
 void RunLoad(const Daemon& d, Requests& requests, int clients, double seconds, Row& row) {
@@ -392,7 +432,7 @@ int Main(int argc, char** argv) {
   app.add_option("--bind-pods", bind_pods, "Pending 1-GPU pods in the snapshot for the bind verb (each bound once)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--verbs", verbs_list, "Comma list of echo, filter, filter-nofit, prioritize, bind")
+  app.add_option("--verbs", verbs_list, "Comma list of echo, filter, filter-nofit, filter-nofit-cold, prioritize, bind")
       ->capture_default_str();
   app.add_option("--seconds", seconds, "Measured seconds per row (after 0.5 s warm-up per round)")
       ->capture_default_str();
@@ -436,7 +476,8 @@ int Main(int argc, char** argv) {
     std::vector<std::string> verbs;
     std::stringstream vs(verbs_list);
     for (std::string verb; std::getline(vs, verb, ',');) {
-      if (verb != "echo" && verb != "filter" && verb != "filter-nofit" && verb != "prioritize" && verb != "bind") {
+      if (verb != "echo" && verb != "filter" && verb != "filter-nofit" && verb != "filter-nofit-cold" &&
+          verb != "prioritize" && verb != "bind") {
         std::fprintf(stderr, "--verbs: unknown verb %s\n", verb.c_str());
         return 1;
       }

@@ -69,6 +69,9 @@ struct Response {
   std::string content_type = "application/json";
   std::vector<Header> headers;  // Content-Length/Transfer-Encoding/Connection are set by the server
   std::string body;
+  // When set, sent instead of `body`: bytes the handler keeps for other replies (the extender's
+  // kept no-fit answer, 215 KB), written from where they are rather than copied per reply.
+  std::shared_ptr<const std::string> shared_body;
 };
 
 namespace internal {

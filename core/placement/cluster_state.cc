@@ -3,6 +3,7 @@
 #include "core/placement/cluster_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cassert>
 
@@ -42,6 +43,11 @@ const DomainPoolSlice* DomainInfo::Slice(PoolId pool) const {
   return nullptr;
 }
 
+uint64_t StateStamp::Next() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 ClusterState::ClusterState(std::vector<std::string> levels)
     : levels_(std::move(levels)), domains_(levels_.size()), domain_ids_(levels_.size()) {}
 
@@ -60,7 +66,8 @@ ClusterState::ClusterState(const ClusterState& other)
       domains_(other.domains_),
       domain_ids_(other.domain_ids_),
       free_gpus_(other.free_gpus_),
-      total_gpus_(other.total_gpus_) {
+      total_gpus_(other.total_gpus_),
+      stamp_(other.stamp_) {
   RebindPods();
 }
 
@@ -242,6 +249,7 @@ void ClusterState::Detach(NodeIndex i) {
 }
 
 Result<NodeIndex> ClusterState::AddNode(NodeSpec spec) {
+  stamp_.Renew();
   PHX_RETURN_IF_ERROR(ValidateSpec(spec));
   if (by_name_.contains(spec.name)) {
     return AlreadyExistsError(fmt::format("node {} already exists", spec.name.str()));
@@ -267,6 +275,7 @@ Result<NodeIndex> ClusterState::AddNode(NodeSpec spec) {
 }
 
 Status ClusterState::UpdateNode(NodeSpec spec) {
+  stamp_.Renew();
   PHX_RETURN_IF_ERROR(ValidateSpec(spec));
   auto it = by_name_.find(spec.name);
   if (it == by_name_.end()) return NotFoundError(fmt::format("node {} not found", spec.name.str()));
@@ -284,6 +293,7 @@ Status ClusterState::UpdateNode(NodeSpec spec) {
 }
 
 Result<NodeRemoval> ClusterState::RemoveNode(const NodeName& name) {
+  stamp_.Renew();
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return NotFoundError(fmt::format("node {} not found", name.str()));
   const NodeIndex i = it->second;

@@ -177,6 +177,27 @@ struct NodeRemoval {
   std::vector<GangKey> plans;   // reservations that had a member there (now unreserved)
 };
 
+// A number naming one content of a ClusterState, unique in the process: every mutation takes a
+// fresh one, a copy shares its source's (same content), and a moved-from state takes a fresh one.
+class StateStamp {
+ public:
+  StateStamp() : value_(Next()) {}
+  StateStamp(const StateStamp&) = default;
+  StateStamp& operator=(const StateStamp&) = default;
+  StateStamp(StateStamp&& other) noexcept : value_(other.value_) { other.Renew(); }
+  StateStamp& operator=(StateStamp&& other) noexcept {
+    value_ = other.value_;
+    other.Renew();
+    return *this;
+  }
+  void Renew() { value_ = Next(); }
+  uint64_t value() const { return value_; }
+
+ private:
+  static uint64_t Next();
+  uint64_t value_;
+};
+
 class ClusterState {
  public:
   // `levels`: topology label keys, lowest (narrowest) first, e.g. {"kubernetes.io/hostname",
@@ -263,6 +284,11 @@ class ClusterState {
   // Recomputes every index from scratch and compares; Internal with the first mismatch.
   Status CheckInvariantsForTest() const;
 
+  // Equal for two reads exactly when nothing changed in between (StateStamp): every mutator
+  // above renews it, whether or not it succeeds. A reader may keep an answer derived from this
+  // state under its stamp (the extender's no-fit filter reply: extender/verbs/no_fit_cache.h).
+  uint64_t stamp() const { return stamp_.value(); }
+
  private:
   // Per-slot positions inside the index containers, for O(1) removal.
   struct SlotIndex {
@@ -303,6 +329,7 @@ class ClusterState {
   std::vector<std::unordered_map<std::string, DomainId>> domain_ids_;  // [level]
   int free_gpus_ = 0;
   int total_gpus_ = 0;
+  StateStamp stamp_;
 };
 
 }  // namespace phalanx::placement

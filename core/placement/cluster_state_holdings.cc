@@ -25,6 +25,7 @@ Status ClusterState::CheckFree(const NodeState& n, GpuMask gpus, const std::stri
 }
 
 Status ClusterState::Allocate(const PodUid& pod, const NodeName& node, GpuMask gpus, int priority) {
+  stamp_.Renew();
   const std::string what = fmt::format("allocate to pod {}", pod.str());
   if (pods_.contains(pod)) return AlreadyExistsError(fmt::format("{}: the pod already holds GPUs", what));
   auto it = by_name_.find(node);
@@ -41,6 +42,7 @@ Status ClusterState::Allocate(const PodUid& pod, const NodeName& node, GpuMask g
 
 Status ClusterState::AllocateShare(const PodUid& pod, const NodeName& node, int gpu, int milli,
                                    int priority) {
+  stamp_.Renew();
   const std::string what = fmt::format("allocate a share to pod {}", pod.str());
   if (milli < 1 || milli >= kMilliPerGpu) {
     return InvalidArgumentError(fmt::format("{}: {} milli-GPUs; a share is 1..{}", what, milli, kMilliPerGpu - 1));
@@ -115,6 +117,7 @@ void ClusterState::DropPodFromNode(const PodAllocation& alloc) {
 }
 
 Status ClusterState::Release(const PodUid& pod) {
+  stamp_.Renew();
   auto it = pods_.find(pod);
   if (it == pods_.end()) return NotFoundError(fmt::format("release: pod {} holds no GPUs", pod.str()));
   const NodeIndex node = it->second.node;
@@ -130,6 +133,7 @@ const PodAllocation* ClusterState::FindPod(const PodUid& pod) const {
 }
 
 Status ClusterState::Reserve(const GangKey& plan, std::span<const MemberPlacement> members) {
+  stamp_.Renew();
   const std::string what = fmt::format("reserve plan {}", plan.str());
   if (plans_.contains(plan)) return AlreadyExistsError(fmt::format("{}: already reserved", what));
   // Validate everything before touching anything: all or nothing.
@@ -163,6 +167,7 @@ Status ClusterState::Reserve(const GangKey& plan, std::span<const MemberPlacemen
 }
 
 Status ClusterState::Unreserve(const GangKey& plan) {
+  stamp_.Renew();
   auto it = plans_.find(plan);
   if (it == plans_.end()) return NotFoundError(fmt::format("unreserve: plan {} has no reservation", plan.str()));
   const Reservation& r = it->second;
@@ -178,6 +183,7 @@ Status ClusterState::Unreserve(const GangKey& plan) {
 }
 
 Status ClusterState::Commit(const GangKey& plan, int member, const PodUid& pod, int priority) {
+  stamp_.Renew();
   auto it = plans_.find(plan);
   if (it == plans_.end()) return NotFoundError(fmt::format("commit: plan {} has no reservation", plan.str()));
   Reservation& r = it->second;

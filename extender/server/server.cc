@@ -156,8 +156,19 @@ void ExtenderServer::Register(http::HttpServer& server, bool verbs, bool debug) 
   server.Handle("POST", "/v1/filter", http::SyncHandler([this](const http::Request& req) {
                   const auto start = Clock::now();
                   auto args = ParseFilterArgs(req.body, ThreadParser());
-                  http::Response r = args.ok() ? JsonReply(200, EncodeFilterResult(extender_.Filter(*args)))
-                                               : ErrorReply(400, args.status().message());
+                  http::Response r;
+                  if (args.ok()) {
+                    args->reply_only = true;  // a kept no-fit answer may stand in for the entries
+                    FilterResult result = extender_.Filter(*args);
+                    if (result.encoded) {  // sent from where it is kept, not copied
+                      r.status = 200;
+                      r.shared_body = std::move(result.encoded);
+                    } else {
+                      r = JsonReply(200, EncodeFilterResult(result));
+                    }
+                  } else {
+                    r = ErrorReply(400, args.status().message());
+                  }
                   Count("filter", r.status, std::chrono::duration<double>(Clock::now() - start).count());
                   return r;
                 }));

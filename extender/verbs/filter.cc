@@ -174,6 +174,16 @@ FilterResult FilterVerb::Filter(const FilterArgs& args) {
   std::array<std::optional<FailReason>, kUnfitReasons> wire;
   std::optional<FailReason> unknown;
   const std::vector<placement::NodeIndex> nodes = ResolveNames(state, args.node_names);
+  const bool keep_no_fit = args.reply_only && !args.full_nodes;
+  if (keep_no_fit) {
+    if (auto answer = no_fit_.Find(state, request, nodes)) {
+      lock.unlock();
+      r.encoded = std::shared_ptr<const std::string>(answer, &answer->reply);  // keeps the answer alive
+      std::vector<std::pair<std::string_view, int>> counts(answer->summary.begin(), answer->summary.end());
+      RecordFilterSummary(args.pod, 0, args.node_names.size(), counts);
+      return r;
+    }
+  }
   for (size_t i = 0; i < args.node_names.size(); ++i) {
     const std::string_view name = args.node_names[i];
     PrefetchNode(state, nodes, i);
@@ -201,9 +211,11 @@ FilterResult FilterVerb::Filter(const FilterArgs& args) {
   // The summary keeps each node's numbers: the distinct answers, formatted once each, under
   // the lock (a Feasibility views its node's pool name in the ledger).
   std::vector<std::string> texts;
+  std::shared_ptr<internal::NoFitCache::Answer> answer;
   if (r.passed.empty()) {
     texts.reserve(distinct.size());
     for (const Distinct& d : distinct) texts.push_back(placement::FormatFeasibility(d.feasibility, kGpuResource));
+    if (keep_no_fit && !unknown) answer = internal::NoFitCache::Begin(state, request, nodes);
   }
   lock.unlock();
   if (r.passed.empty()) {
@@ -216,6 +228,12 @@ FilterResult FilterVerb::Filter(const FilterArgs& args) {
     const int unknown_nodes = static_cast<int>(r.unresolvable.size() + r.failed.size()) - judged;
     if (unknown_nodes > 0) counts.emplace_back(UnknownNodeReason(), unknown_nodes);
     RecordFilterSummary(args.pod, 0, args.node_names.size(), counts);
+    if (answer) {  // encoded once: for this reply and for the next requests it answers
+      answer->reply = EncodeFilterResult(r);
+      for (const auto& [text, nodes_refused] : counts) answer->summary.emplace_back(text, nodes_refused);
+      r.encoded = std::shared_ptr<const std::string>(answer, &answer->reply);
+      no_fit_.Keep(std::move(answer));
+    }
   }
   return r;
 }

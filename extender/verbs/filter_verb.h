@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "extender/verbs/no_fit_cache.h"
 #include "extender/verbs/verb_handle.h"
 #include "extender/verbs/wire.h"
 
@@ -36,6 +37,7 @@ class FilterVerb {
 
   VerbHandle& h_;
   AdmissionHandle& admission_;
+  internal::NoFitCache no_fit_;  // whole-GPU answers where nothing fits (reply_only callers)
 };
 
 class PrioritizeVerb {

@@ -401,6 +401,7 @@ Result<BindArgs> ParseBindArgs(std::string_view body) {
 }
 
 std::string EncodeFilterResult(const FilterResult& r) {
+  if (r.encoded) return *r.encoded;
   if (!r.full_nodes) {
     if (auto plain = EncodePlainFilterResult(r)) return std::move(*plain);
   }

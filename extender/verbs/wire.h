@@ -32,6 +32,9 @@ struct FilterArgs {
   std::vector<std::string_view> node_names;  // NodeNames, or Nodes.items[].metadata.name
   bool full_nodes = false;                   // Nodes was given (nodeCacheCapable: false)
   std::vector<std::string_view> raw_nodes;   // full mode: each item's JSON, same order
+  // Set by a caller that only encodes the result (the HTTP verb): an answer the filter kept
+  // may then stand in for the entries (FilterResult::encoded, extender/verbs/no_fit_cache.h).
+  bool reply_only = false;
 };
 
 // Why a node failed the filter. Copies share one string: a full cluster fails thousands
@@ -73,6 +76,9 @@ struct FilterResult {
   std::string error;
   bool full_nodes = false;
   std::vector<std::string_view> passed_raw;  // full mode: raw node JSON of `passed`
+  // The reply already encoded, when the filter has it (FilterArgs::reply_only, nothing fits):
+  // EncodeFilterResult returns it; the entries above may then be empty.
+  std::shared_ptr<const std::string> encoded;
 };
 
 struct HostScore {

@@ -137,6 +137,63 @@ TEST(HttpServerTest, AnswersPipelinedRequestsInOrder) {
   }
 }
 
+// The extender's shape (a 67 KB request, a 215 KB reply) and larger: the read buffer grows past
+// its first 4 KiB, a reply over 64 KiB goes out whole (head and body in one write), and a
+// request pipelined behind a large one is still read from the same buffer.
+TEST(HttpServerTest, LargeBodiesBothWaysOnOneKeepAliveConnection) {
+  HttpServer server(ServerOptions{});
+  server.Handle("POST", "/twice", SyncHandler([](const Request& request) {
+                  return Response{200, "text/plain", {}, request.body + request.body};
+                }));
+  ASSERT_TRUE(server.Start().ok());
+  RawClient client;
+  ASSERT_TRUE(client.Connect(server.port()).ok());
+  auto post = [](const std::string& body) {
+    return "POST /twice HTTP/1.1\r\nHost: test\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  std::string big;
+  for (int i = 0; big.size() < 400'000; ++i) big += "\"node-" + std::to_string(i) + "\",";
+  const std::string small = "tail";
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(client.Send(post(big) + post(small)).ok());
+    auto response = client.ReadResponse();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->result_int(), 200);
+    ASSERT_EQ(response->body().size(), 2 * big.size());
+    EXPECT_TRUE(response->body() == big + big) << "round " << round;
+    auto second = client.ReadResponse();
+    ASSERT_TRUE(second.ok()) << second.status();
+    EXPECT_EQ(second->body(), "tailtail");
+  }
+}
+
+// A body the handler keeps for several replies is sent as it is and stays intact.
+TEST(HttpServerTest, SharedBodyIsSentToEveryRequestAndLeftIntact) {
+  auto kept = std::make_shared<const std::string>(std::string(300'000, 'k') + "end");
+  HttpServer server(ServerOptions{});
+  server.Handle("*", "/kept", SyncHandler([kept](const Request&) {
+                  Response r;
+                  r.shared_body = kept;
+                  return r;
+                }));
+  ASSERT_TRUE(server.Start().ok());
+  RawClient client;
+  ASSERT_TRUE(client.Connect(server.port()).ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(client.Send(GetRequest("/kept")).ok());
+    auto response = client.ReadResponse();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ((*response)["Content-Length"], std::to_string(kept->size()));
+    EXPECT_TRUE(response->body() == *kept);
+  }
+  ASSERT_TRUE(client.Send("HEAD /kept HTTP/1.1\r\nHost: test\r\n\r\n").ok());
+  auto head = client.ReadResponse(/*head=*/true);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ((*head)["Content-Length"], std::to_string(kept->size()));
+  EXPECT_TRUE(head->body().empty());
+  EXPECT_EQ(kept->size(), 300'003u);
+}
+
 TEST(HttpServerTest, ServesConcurrentClients) {
   HttpServer server(ServerOptions{});
   std::atomic<int> calls{0};

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <random>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -259,6 +260,49 @@ TEST(ClusterStateTest, CopyIsIndependent) {
   EXPECT_NE(s.FindPod(PodUid("p")), nullptr);
   EXPECT_EQ(s.FreeGpus(), 14);
   EXPECT_EQ(copy.FreeGpus(), 16);
+}
+
+// stamp() is what a cached answer is keyed on: every mutator must renew it, and no two
+// different contents may share one (copies that diverge, a moved-from state).
+TEST(ClusterStateTest, StampChangesWithEveryMutationAndIsNeverShared) {
+  ClusterState s = TwoNodes();
+  std::set<uint64_t> seen = {s.stamp()};
+  auto changed = [&](const char* what) {
+    EXPECT_TRUE(seen.insert(s.stamp()).second) << what << " kept an earlier stamp";
+  };
+  const uint64_t before_reads = s.stamp();
+  (void)s.FindNode(NodeName("n1"));
+  (void)s.FreeMilli(Idx(s, "n1"), 0);
+  EXPECT_EQ(s.stamp(), before_reads) << "a read changed the stamp";
+  ASSERT_TRUE(s.Allocate(PodUid("p"), NodeName("n1"), Mask({0})).ok());
+  changed("Allocate");
+  ASSERT_TRUE(s.AllocateShare(PodUid("s"), NodeName("n1"), 1, 500).ok());
+  changed("AllocateShare");
+  ASSERT_TRUE(s.Release(PodUid("s")).ok());
+  changed("Release");
+  ASSERT_TRUE(s.Reserve(GangKey("ns/g"), std::vector<MemberPlacement>{{NodeName("n2"), Mask({0, 1}), 0}}).ok());
+  changed("Reserve");
+  ASSERT_TRUE(s.Commit(GangKey("ns/g"), 0, PodUid("m0")).ok());
+  changed("Commit");
+  ASSERT_TRUE(s.Reserve(GangKey("ns/h"), std::vector<MemberPlacement>{{NodeName("n2"), Mask({2}), 0}}).ok());
+  changed("Reserve");
+  ASSERT_TRUE(s.Unreserve(GangKey("ns/h")).ok());
+  changed("Unreserve");
+  ASSERT_TRUE(s.UpdateNode(MakeNode("n2").NvSwitch().Rack("r1").Pool("H100").Cordoned().Build()).ok());
+  changed("UpdateNode");
+  ASSERT_TRUE(s.AddNode(MakeNode("n3").NvSwitch().Rack("r1").Pool("H100").Build()).ok());
+  changed("AddNode");
+  ASSERT_TRUE(s.RemoveNode(NodeName("n3")).ok());
+  changed("RemoveNode");
+  EXPECT_FALSE(s.Release(PodUid("nobody")).ok());
+  changed("a failed Release");  // a mutator may have changed something before failing
+
+  ClusterState copy = s;  // same content, same stamp; then they diverge
+  EXPECT_EQ(copy.stamp(), s.stamp());
+  ASSERT_TRUE(copy.Release(PodUid("p")).ok());
+  EXPECT_TRUE(seen.insert(copy.stamp()).second);
+  ClusterState moved = std::move(copy);
+  EXPECT_NE(copy.stamp(), moved.stamp()) << "a moved-from state kept the stamp of the content it lost";  // NOLINT
 }
 
 // Random mutations keep every index consistent (seeded, so reproducible).
