@@ -9,7 +9,8 @@ namespace phalanx::json {
 Result<simdjson::ondemand::document*> FastJsonParser::Iterate(std::string_view text) {
   // Reuse the padded buffer when it is large enough: the hot path allocates nothing
   // once warmed up.
-  if (buffer_.size() < text.size() || buffer_.size() > 4 * text.size() + 4096) {
+  // (A fresh parser has no buffer at all, not even padding: an empty text needs one too.)
+  if (buffer_.data() == nullptr || buffer_.size() < text.size() || buffer_.size() > 4 * text.size() + 4096) {
     buffer_ = simdjson::padded_string(text.size());
   }
   std::memcpy(buffer_.data(), text.data(), text.size());

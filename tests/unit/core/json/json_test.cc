@@ -110,6 +110,11 @@ std::string ReadRegression(const std::string& name) {
 // way the extender's filter parser walks it: a malformed document iterated in the buffer a longer
 // one left. simdjson stepped onto the stale byte just past the text and from there into the
 // longer document's structural indexes: a NodeNames token ~4 GB long. Iterate() zeroes the padding.
+TEST(FastJsonTest, AnEmptyTextOnAFreshParserIsAnError) {
+  FastJsonParser parser;  // no buffer yet: Iterate() must make one before writing its padding
+  EXPECT_FALSE(parser.Iterate("").ok());
+}
+
 TEST(FastJsonTest, AReusedBufferReadsLikeAFreshOne) {
   const std::string longer = ReadRegression("stale-index-1-longer-document");
   const std::string malformed = ReadRegression("stale-index-2-malformed-after-it");
