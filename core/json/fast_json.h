@@ -21,8 +21,8 @@ class FastJsonParser {
   // Whether `view` lies inside the text of the current document. simdjson's on-demand
   // raw_json_token()/raw_json() trust the structural index they walk; on malformed input
   // that index can hold entries left by an earlier, longer document, and the view they give
-  // then points anywhere (fuzz/regressions/extender_filter_args). Check a raw view before
-  // reading it.
+  // then points anywhere (fuzz/regressions/extender_filter_args; Iterate() now zeroes the
+  // padding that led there). Check a raw view before reading it all the same.
   bool Contains(std::string_view view) const {
     const char* begin = buffer_.data();
     return view.data() >= begin && view.size() <= length_ &&

@@ -54,12 +54,15 @@ HeaderList Headers(const http::http_response& resp) {
 
 class CpprestStream final : public ResponseStream {
  public:
-  CpprestStream(http::http_response response, pplx::cancellation_token_source cts, std::string what)
+  CpprestStream(http::http_response response, pplx::cancellation_token_source cts, std::string what,
+                const CpprestTransportOptions& options)
       : response_(std::move(response)),
         headers_(Headers(response_)),
         buf_(response_.body().streambuf()),
         cts_(std::move(cts)),
-        what_(std::move(what)) {}
+        what_(std::move(what)),
+        max_line_(options.max_stream_line_bytes),
+        max_backlog_(options.max_stream_backlog_bytes) {}
   ~CpprestStream() override { Cancel(); }
 
   int status() const override { return response_.status_code(); }
@@ -78,9 +81,18 @@ class CpprestStream final : public ResponseStream {
       }
       scan_from_ = pending_.size();
       if (cancelled_.load()) return CancelledError(what_ + ": cancelled");
+      if (pending_.size() > max_line_) {
+        return Refuse(fmt::format("a line of more than {} bytes exceeds the limit of {} bytes", pending_.size(),
+                                  max_line_));
+      }
+      const size_t buffered = buf_.in_avail();
+      if (pending_.size() + buffered > max_backlog_) {
+        return Refuse(fmt::format("{} bytes received but not yet read exceed the limit of {} bytes",
+                                  pending_.size() + buffered, max_backlog_));
+      }
       // Ask for what is buffered (at least one byte) so a partial line never waits for more
       // than the server sent.
-      const size_t want = std::max<size_t>(1, std::min<size_t>(buf_.in_avail(), 1 << 16));
+      const size_t want = std::max<size_t>(1, std::min<size_t>(buffered, 1 << 16));
       uint8_t chunk[1 << 16];
       size_t got = 0;
       try {
@@ -111,11 +123,22 @@ class CpprestStream final : public ResponseStream {
   }
 
  private:
+  // Over a limit: the stream is cancelled (cpprest stops reading and its buffer is freed) and
+  // what was held is dropped; later reads fail with kCancelled.
+  Status Refuse(const std::string& why) {
+    Cancel();
+    pending_.clear();
+    pending_.shrink_to_fit();
+    scan_from_ = 0;
+    return ResourceExhaustedError(fmt::format("{}: {}", what_, why));
+  }
+
   http::http_response response_;
   HeaderList headers_;
   concurrency::streams::streambuf<uint8_t> buf_;
   pplx::cancellation_token_source cts_;
   std::string what_;
+  const size_t max_line_, max_backlog_;
   std::string pending_;
   size_t scan_from_ = 0;
   std::atomic<bool> cancelled_{false};
@@ -147,7 +170,7 @@ class CpprestTransport final : public Transport {
       http::http_response resp =
           ClientFor(request.timeout).request(ToCpprest(request), cts.get_token()).get();
       return std::unique_ptr<ResponseStream>(
-          std::make_unique<CpprestStream>(std::move(resp), std::move(cts), std::move(what)));
+          std::make_unique<CpprestStream>(std::move(resp), std::move(cts), std::move(what), options_));
     } catch (const std::exception& e) {
       return NetworkError(e, what);
     }

@@ -75,6 +75,7 @@ Result<RawListPage> RawObjectReader::ForEachItem(std::string_view page_json,
         if (auto e = item.get_object().get(obj)) return Fail(e, "list item");
         std::string_view raw;
         if (auto e = obj.raw_json().get(raw)) return Fail(e, "list item");
+        if (!page_parser_.Contains(raw)) return InvalidArgumentError("list item: malformed JSON");
         fn(TrimRight(raw));
       }
     }
@@ -102,6 +103,7 @@ Status RawObjectReader::WatchLine(std::string_view line, std::string& type, std:
       if (auto e = field.value().get_object().get(obj)) return Fail(e, "watch event object");
       std::string_view raw;
       if (auto e = obj.raw_json().get(raw)) return Fail(e, "watch event object");
+      if (!page_parser_.Contains(raw)) return InvalidArgumentError("watch event object: malformed JSON");
       object_json.assign(TrimRight(raw));
       saw_object = true;
     }

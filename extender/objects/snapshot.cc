@@ -80,6 +80,7 @@ Result<Snapshot> ParseSnapshot(std::string_view text) {
         }
         return InvalidArgumentError(fmt::format("{}[{}]: expected an object", where_key, at));
       }
+      if (!parser.Contains(raw)) return InvalidArgumentError(fmt::format("{}[{}]: malformed JSON", where_key, at));
       auto item = json::Parse(raw);
       if (!item.ok()) return InvalidArgumentError(fmt::format("{}[{}]: {}", where_key, at, item.status().message()));
       std::string item_kind = kind;

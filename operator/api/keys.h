@@ -30,6 +30,8 @@ inline constexpr std::string_view kAnnotationSpecHash = "phalanx.io/spec-hash";
 
 // TrainingJob annotation written by the extender (docs/architecture.md §2.2).
 inline constexpr std::string_view kAnnotationPreemptRequest = "phalanx.io/preempt-request";
+// TrainingJob condition (and Warning event reason): that annotation is present but malformed.
+inline constexpr std::string_view kConditionPreemptRequestRefused = "PreemptRequestRefused";
 
 inline constexpr std::string_view kSchedulingGate = "phalanx.io/gang";
 inline constexpr std::string_view kFinalizerCheckpoint = "phalanx.io/checkpoint";

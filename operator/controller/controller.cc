@@ -255,6 +255,7 @@ Status Controller::Apply(const CachedJob& cached, const ReconcilePlan& plan, boo
     }
     if (plan.restart_decided) metrics_.CountRestart(plan.restart_decided->restart_class, plan.restart_decided->reason);
     if (plan.lost_gpu_seconds_added > 0) metrics_.AddLostGpuSeconds(plan.lost_gpu_seconds_added);
+    if (plan.preempt_request_refused) metrics_.CountPreemptRequestRefused();
     if (!plan.usage_added.empty()) {
       const PriceTable* prices = options_.reconcile.prices;
       metrics_.AddUsage(ns, plan.tier, prices != nullptr ? prices->currency : "", plan.usage_added);

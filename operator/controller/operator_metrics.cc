@@ -18,6 +18,10 @@ Result<std::unique_ptr<OperatorMetrics>> OperatorMetrics::Create(metrics::Regist
   PHX_ASSIGN_OR_RETURN(auto lost, registry.AddCounter("phalanx_trainingjob_lost_gpu_seconds_total",
                                                       "GPU-seconds of work lost since the last checkpoint when gangs stopped."));
   PHX_ASSIGN_OR_RETURN(m->lost_gpu_seconds_, lost->WithLabels({}));
+  PHX_ASSIGN_OR_RETURN(auto refused, registry.AddCounter("phalanx_trainingjob_preempt_requests_refused_total",
+                                                         "Malformed phalanx.io/preempt-request annotations not acted on "
+                                                         "(once per new refusal; condition PreemptRequestRefused)."));
+  PHX_ASSIGN_OR_RETURN(m->preempt_requests_refused_, refused->WithLabels({}));
   PHX_ASSIGN_OR_RETURN(auto age, registry.AddGauge("phalanx_trainingjob_checkpoint_age_seconds",
                                                    "Oldest last-committed checkpoint among running TrainingJobs."));
   PHX_ASSIGN_OR_RETURN(m->checkpoint_age_, age->WithLabels({}));

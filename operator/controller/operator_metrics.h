@@ -21,6 +21,8 @@ class OperatorMetrics {
   void ObserveReconcile(double seconds, bool ok);
   void CountRestart(RestartClass c, const std::string& reason);
   void AddLostGpuSeconds(double seconds);
+  // A malformed phalanx.io/preempt-request, once per new refusal (condition PreemptRequestRefused).
+  void CountPreemptRequestRefused() { preempt_requests_refused_->Inc(); }
   void ObserveTimeToRestart(double seconds);
   // An attempt's pods created -> every member running (the gang's wait for placement).
   void ObserveGangWait(double seconds);
@@ -51,6 +53,7 @@ class OperatorMetrics {
   metrics::Histogram* gang_wait_ = nullptr;
   metrics::CounterFamily* restarts_ = nullptr;
   metrics::Counter* lost_gpu_seconds_ = nullptr;
+  metrics::Counter* preempt_requests_refused_ = nullptr;
   metrics::Gauge* checkpoint_age_ = nullptr;
   metrics::Histogram* time_to_restart_ = nullptr;
   metrics::Histogram* reconcile_duration_ = nullptr;

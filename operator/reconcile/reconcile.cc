@@ -419,9 +419,22 @@ void Reconciliation::Active() {
 
 void Reconciliation::HandlePreemptRequest() {
   auto ann = job_.meta.annotations.find(std::string(kAnnotationPreemptRequest));
-  if (ann == job_.meta.annotations.end()) return;
-  auto req = ParsePreemptRequest(ann->second);
-  if (!req.ok()) return;  // malformed: ignored (the extender owns the annotation)
+  auto req = ann == job_.meta.annotations.end() ? Result<PreemptRequest>(NotFoundError(""))
+                                                : ParsePreemptRequest(ann->second);
+  // A malformed request is not acted on (the extender owns the annotation and writes a new one),
+  // but it is visible: condition PreemptRequestRefused, and a Warning event and a metric once per
+  // new refusal (the condition remembers it, so a reconcile of the same annotation adds nothing).
+  const bool refused = !req.ok() && ann != job_.meta.annotations.end();
+  const Condition* was = nullptr;
+  for (const Condition& c : st_.conditions) was = c.type == kConditionPreemptRequestRefused ? &c : was;
+  const std::string why = refused ? req.status().message() : "";
+  if (refused && (was == nullptr || was->status != "True" || was->message != why)) {
+    Event(true, std::string(kConditionPreemptRequestRefused), why);
+    plan_.preempt_request_refused = true;
+  }
+  SetCondition(st_, std::string(kConditionPreemptRequestRefused), refused ? "True" : "False",
+               refused ? "InvalidAnnotation" : "Resolved", why, now_);
+  if (!req.ok()) return;
   if (!st_.preemption || st_.preemption->request_id != req->request_id) {
     PreemptionState p;
     p.request_id = req->request_id;

@@ -67,6 +67,7 @@ struct ReconcilePlan {
   std::optional<Restart> restart_decided;
   std::optional<double> seconds_to_restart;  // a new attempt's gang was created
   double lost_gpu_seconds_added = 0;
+  bool preempt_request_refused = false;  // a new malformed phalanx.io/preempt-request
   // Usage this plan's status adds (counters) and the job's tier; idle GPUs now (gauge).
   UsageDelta usage_added;
   std::string tier;

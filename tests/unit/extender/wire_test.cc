@@ -75,6 +75,7 @@ std::string ReadRegression(const std::string& name) {
 // libFuzzer (make fuzz, 2026-11-29): a malformed body parsed right after a longer one, with the
 // same parser as the server's thread keeps it. simdjson's raw_json_token() walked structural
 // indexes the longer document had left and gave a view ~4 GB long: reading it crashed the extender.
+// Since FastJsonParser zeroes its padding simdjson reports the structure; Contains() still guards.
 TEST(WireTest, AMalformedBodyAfterALongerOneIsAnErrorNotAWildRead) {
   const std::string longer = ReadRegression("stale-index-1-longer-document");
   const std::string malformed = ReadRegression("stale-index-2-malformed-after-it");
@@ -83,7 +84,7 @@ TEST(WireTest, AMalformedBodyAfterALongerOneIsAnErrorNotAWildRead) {
   (void)ParseFilterArgs(longer, parser);
   auto args = ParseFilterArgs(malformed, parser);
   ASSERT_FALSE(args.ok());
-  EXPECT_NE(args.status().message().find("malformed JSON"), std::string::npos) << args.status().message();
+  EXPECT_EQ(args.status().message().rfind("NodeNames[]: ", 0), 0u) << args.status().message();
 }
 
 TEST(WireTest, RejectsMalformedInputWithAClearMessage) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "core/json/fast_json.h"
 
 namespace phalanx::json {
@@ -94,6 +98,59 @@ TEST(FastJsonTest, MalformedInputIsAnError) {
     }
     EXPECT_TRUE(failed);
   }
+}
+
+std::string ReadRegression(const std::string& name) {
+  std::ifstream in(std::string(PHALANX_TEST_SOURCE_DIR) + "/fuzz/regressions/extender_filter_args/" + name,
+                   std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The libFuzzer pair of fuzz/regressions/extender_filter_args (make fuzz, 2026-11-29), walked the
+// way the extender's filter parser walks it: a malformed document iterated in the buffer a longer
+// one left. simdjson stepped onto the stale byte just past the text and from there into the
+// longer document's structural indexes: a NodeNames token ~4 GB long. Iterate() zeroes the padding.
+TEST(FastJsonTest, AnEmptyTextOnAFreshParserIsAnError) {
+  FastJsonParser parser;  // no buffer yet: Iterate() must make one before writing its padding
+  EXPECT_FALSE(parser.Iterate("").ok());
+}
+
+TEST(FastJsonTest, AReusedBufferReadsLikeAFreshOne) {
+  const std::string longer = ReadRegression("stale-index-1-longer-document");
+  const std::string malformed = ReadRegression("stale-index-2-malformed-after-it");
+  ASSERT_GT(longer.size(), malformed.size() + simdjson::SIMDJSON_PADDING);
+  FastJsonParser parser;
+  (void)parser.Iterate(longer);
+  auto doc = parser.Iterate(malformed);
+  ASSERT_TRUE(doc.ok()) << doc.status();  // on-demand: the structure is checked while walking
+  simdjson::ondemand::object root;
+  ASSERT_EQ((*doc)->get_object().get(root), simdjson::SUCCESS);
+  int tokens = 0;
+  bool failed = false;
+  for (auto field : root) {
+    std::string_view key;
+    simdjson::ondemand::value value;
+    simdjson::ondemand::json_type type;
+    if (field.unescaped_key().get(key) || field.value().get(value) || value.type().get(type)) {
+      failed = true;
+      break;
+    }
+    if (key != "NodeNames" || type != simdjson::ondemand::json_type::array) continue;
+    simdjson::ondemand::array names;
+    ASSERT_EQ(value.get_array().get(names), simdjson::SUCCESS);
+    for (auto item : names) {
+      simdjson::ondemand::value v;
+      if (item.get(v)) {
+        failed = true;
+        break;
+      }
+      const std::string_view token = v.raw_json_token();
+      ++tokens;
+      ASSERT_TRUE(parser.Contains(token)) << "token " << tokens << " of " << token.size() << " bytes";
+    }
+  }
+  EXPECT_GT(tokens, 0);
+  EXPECT_TRUE(failed);  // malformed: simdjson says so, instead of reading elsewhere
 }
 
 }  // namespace

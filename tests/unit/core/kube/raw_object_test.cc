@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace phalanx::kube {
 namespace {
@@ -57,6 +60,45 @@ TEST(RawObjectReaderTest, WatchLines) {
   EXPECT_EQ(type, "ADDED");
   EXPECT_EQ(object, R"({"metadata":{"name":"a"}})");
   EXPECT_FALSE(r.WatchLine(R"({"type":"ADDED"})", type, object).ok());
+}
+
+// One reader serves list pages and watch lines (one parser): every cut of a watch line or a page
+// read after a longer page is an error or gives text from its own input, never from the page
+// before (the simdjson stale-padding finding of fuzz/regressions/extender_filter_args).
+TEST(RawObjectReaderTest, CutInputAfterALongerPageNeverReadsOutsideIt) {
+  std::string longer = R"({"kind":"PodList","metadata":{"resourceVersion":"12"},"items":[)";
+  for (int i = 0; i < 30; ++i) {
+    longer += fmt::format(R"({}{{"metadata":{{"name":"p{}","namespace":"ns"}},"spec":{{"c":[{{"n":"{}"}},[1,2]]}}}})",
+                          i == 0 ? "" : ",", i, i);
+  }
+  longer += "]}";
+  const std::string line = R"({"type":"ADDED","object":{"metadata":{"name":"a"},"spec":{"x":[{"y":"}"},2]}}})";
+  const std::string page = R"({"metadata":{"resourceVersion":"3"},"items":[{"metadata":{"name":"a"}},{"b":[{}]}]})";
+  auto inside = [](std::string_view part, const std::string& whole) {
+    return part.empty() || whole.find(part) != std::string::npos;
+  };
+  int checked = 0;
+  for (size_t shift = 0; shift < 64; ++shift) {  // which stale byte lies past each cut
+    const std::string before = longer.substr(shift) + longer.substr(0, shift);
+    for (size_t cut = 1; cut < line.size(); ++cut) {
+      RawObjectReader r;
+      (void)r.ForEachItem(before, [](std::string_view) {});
+      const std::string input = line.substr(0, cut);
+      std::string type, object;
+      if (r.WatchLine(input, type, object).ok()) {
+        EXPECT_TRUE(inside(object, input)) << input;
+      }
+      ++checked;
+    }
+    for (size_t cut = 1; cut < page.size(); ++cut) {
+      RawObjectReader r;
+      (void)r.ForEachItem(before, [](std::string_view) {});
+      const std::string input = page.substr(0, cut);
+      (void)r.ForEachItem(input, [&](std::string_view item) { EXPECT_TRUE(inside(item, input)) << input; });
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 5000);
 }
 
 }  // namespace
