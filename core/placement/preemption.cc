@@ -17,8 +17,54 @@ namespace {
 struct Candidate {
   int index;  // into request.candidates
   const VictimGang* gang;
-  std::vector<const PodAllocation*> pods;
+  // Its allocations, a view into one array for every candidate (the engine prices ~170
+  // candidates per search: a vector each was an allocation each).
+  std::span<const PodAllocation* const> pods;
   int gpus = 0;  // whole GPUs held (shares round down)
+};
+
+// Rank order: lower first (VictimRank). std::tie, not make_tuple: the comparator must not
+// copy the keys.
+bool RankedBefore(const Candidate& a, const Candidate& b, VictimRank rank) {
+  if (rank == VictimRank::kCost) {
+    return std::tie(a.gang->rank_class, a.gang->cost, a.gpus, a.gang->key) <
+           std::tie(b.gang->rank_class, b.gang->cost, b.gpus, b.gang->key);
+  }
+  return std::tie(a.gang->priority, a.gang->gpu_seconds_at_risk, a.gpus, a.gang->key) <
+         std::tie(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
+}
+
+// The candidates in rank order, sorted only as far as the search reads them: a scope's
+// greedy pass stops once the preemptor fits, usually after a few of ~170. The order is
+// total (keys differ), so the prefix is exactly what a full sort gives.
+class RankedCandidates {
+ public:
+  RankedCandidates(std::vector<Candidate> all, VictimRank rank, size_t limit)
+      : rest_(std::move(all)), rank_(rank), limit_(std::min(limit, rest_.size())) {
+    sorted_.reserve(limit_);  // never reallocated: the search keeps pointers into it
+    std::make_heap(rest_.begin(), rest_.end(), After());
+  }
+  // The i-th in rank order; nullptr past the last kept one.
+  const Candidate* at(size_t i) {
+    while (sorted_.size() <= i && sorted_.size() < limit_) {
+      std::pop_heap(rest_.begin(), rest_.end(), After());
+      sorted_.push_back(rest_.back());
+      rest_.pop_back();
+    }
+    return i < sorted_.size() ? &sorted_[i] : nullptr;
+  }
+
+ private:
+  // The heap's top is its least element.
+  struct Later {
+    VictimRank rank;
+    bool operator()(const Candidate& a, const Candidate& b) const { return RankedBefore(b, a, rank); }
+  };
+  Later After() const { return Later{rank_}; }
+  std::vector<Candidate> rest_;
+  std::vector<Candidate> sorted_;
+  VictimRank rank_;
+  size_t limit_;
 };
 
 // Where the preemptor must fit: a pool, or one domain of a level within a pool.
@@ -29,10 +75,23 @@ struct Scope {
   int base_members = 0;  // capacity before any eviction
 };
 
-// Member capacity gained in a scope by releasing a set of victims, tracked per node.
+// Member capacity gained in a scope by releasing a set of victims, tracked per node: the
+// extra free GPUs of the nodes it touched, found through `slots` (one entry per node slot,
+// -1 = untouched, shared by the gains of one search and reset by Clear: the search builds
+// one gain per scope and one per minimisation step).
 class ScopeGain {
  public:
-  ScopeGain(const FreeView& view, const Scope& scope, int g) : view_(view), scope_(scope), g_(g) {}
+  ScopeGain(const FreeView& view, const Scope& scope, int g, std::vector<int>& slots)
+      : view_(view), scope_(scope), g_(g), slots_(slots) {}
+  ~ScopeGain() { Clear(); }
+  ScopeGain(const ScopeGain&) = delete;
+  ScopeGain& operator=(const ScopeGain&) = delete;
+  void Clear() {
+    for (const auto& e : extra_) slots_[static_cast<size_t>(e.first)] = -1;
+    extra_.clear();
+    released_milli_.clear();
+    members_ = 0;
+  }
 
   bool InScope(NodeIndex i) const {
     const NodeState& n = view_.state().node(i);
@@ -52,7 +111,12 @@ class ScopeGain {
       }
       const GpuMask freed = FreedBy(view_.state(), *p, milli);
       if (!freed) continue;
-      GpuMask& extra = extra_[p->node];
+      int& slot = slots_[static_cast<size_t>(p->node)];
+      if (slot < 0) {
+        slot = static_cast<int>(extra_.size());
+        extra_.emplace_back(p->node, GpuMask{0});
+      }
+      GpuMask& extra = extra_[static_cast<size_t>(slot)].second;
       const GpuMask base = view_.Free(p->node);
       const int before = std::popcount(base | extra) / g_;
       extra |= freed;
@@ -66,15 +130,10 @@ class ScopeGain {
   const Scope& scope_;
   int g_;
   int members_ = 0;
-  std::unordered_map<NodeIndex, GpuMask> extra_;
-  std::unordered_map<uint64_t, int> released_milli_;
+  std::vector<int>& slots_;
+  std::vector<std::pair<NodeIndex, GpuMask>> extra_;  // in first-touched order
+  std::unordered_map<uint64_t, int> released_milli_;  // shares only
 };
-
-int GainOf(const FreeView& view, const Scope& scope, int g, const std::vector<const Candidate*>& set) {
-  ScopeGain gain(view, scope, g);
-  for (const Candidate* c : set) gain.Add(*c);
-  return gain.members();
-}
 
 // Lower is better: highest tier evicted, lost work (or total cost), GPUs, victims.
 auto SetRank(const std::vector<const Candidate*>& set, VictimRank rank) {
@@ -116,35 +175,33 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
   }
 
   // Strictly lower tiers that hold something, ranked (tier, lost work, size).
-  std::vector<Candidate> cands;
+  std::vector<const PodAllocation*> held;  // every candidate's allocations, in candidate order
+  std::vector<std::pair<size_t, size_t>> spans;  // per candidate: [first, last) in `held`
+  std::vector<Candidate> all;
   for (size_t i = 0; i < req.candidates.size(); ++i) {
     const VictimGang& v = req.candidates[i];
     if (v.priority >= req.priority) continue;
     Candidate c{static_cast<int>(i), &v, {}, 0};
+    const size_t first = held.size();
     for (const PodUid& uid : v.pods) {
       if (const PodAllocation* p = state.FindPod(uid)) {
-        c.pods.push_back(p);
+        held.push_back(p);
         c.gpus += p->milli >= kMilliPerGpu ? std::popcount(p->gpus) : 0;
       }
     }
-    if (!c.pods.empty()) cands.push_back(std::move(c));
+    if (held.size() == first) continue;
+    all.push_back(c);
+    spans.emplace_back(first, held.size());
   }
-  // std::tie, not make_tuple: the comparator runs n log n times and must not copy the keys.
-  std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
-    if (req.rank == VictimRank::kCost) {
-      return std::tie(a.gang->rank_class, a.gang->cost, a.gpus, a.gang->key) <
-             std::tie(b.gang->rank_class, b.gang->cost, b.gpus, b.gang->key);
-    }
-    return std::tie(a.gang->priority, a.gang->gpu_seconds_at_risk, a.gpus, a.gang->key) <
-           std::tie(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
-  });
-  if (static_cast<int>(cands.size()) > req.limits.max_candidates) {
-    cands.resize(static_cast<size_t>(std::max(req.limits.max_candidates, 0)));
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i].pods = std::span<const PodAllocation* const>(held).subspan(spans[i].first, spans[i].second - spans[i].first);
   }
-  if (cands.empty()) {
+  if (all.empty() || req.limits.max_candidates <= 0) {
     result.none = NoVictimSet{NoVictimReason::kNoLowerPriorityVictims, std::nullopt};
     return result;
   }
+  // At most max_candidates, the lowest-ranked.
+  RankedCandidates cands(std::move(all), req.rank, static_cast<size_t>(req.limits.max_candidates));
 
   const FreeView view(state, req.own_plan, {});
   const int g = spec.gpus_per_member;
@@ -173,21 +230,26 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
 
   std::optional<std::vector<const Candidate*>> best_set;
   const Scope* best_scope = nullptr;
+  std::vector<int> slots(static_cast<size_t>(state.NodeSlots()), -1);  // ScopeGain's
+  std::vector<const Candidate*> without;
   for (const Scope& scope : scopes) {
-    ScopeGain gain(view, scope, g);
+    ScopeGain gain(view, scope, g, slots);
     std::vector<const Candidate*> set;
-    for (const Candidate& c : cands) {
+    for (size_t k = 0; const Candidate* c = cands.at(k); ++k) {
       if (scope.base_members + gain.members() >= spec.members) break;
-      if (!gain.Touches(c)) continue;
-      gain.Add(c);
-      set.push_back(&c);
+      if (!gain.Touches(*c)) continue;
+      gain.Add(*c);
+      set.push_back(c);
     }
     if (scope.base_members + gain.members() < spec.members) continue;
+    gain.Clear();
     // Minimise: drop the most expensive victims first while the rest still suffice.
     for (size_t i = set.size(); i-- > 0;) {
-      std::vector<const Candidate*> without = set;
+      without.assign(set.begin(), set.end());
       without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
-      if (scope.base_members + GainOf(view, scope, g, without) >= spec.members) set = std::move(without);
+      gain.Clear();
+      for (const Candidate* c : without) gain.Add(*c);
+      if (scope.base_members + gain.members() >= spec.members) set.swap(without);
     }
     if (!best_set || SetRank(set, req.rank) < SetRank(*best_set, req.rank)) {
       best_set = std::move(set);
@@ -196,11 +258,11 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
   }
 
   if (!best_set) {
-    std::vector<PodUid> all;
-    for (const Candidate& c : cands)
-      for (const PodAllocation* p : c.pods) all.push_back(p->pod);
+    std::vector<PodUid> every;
+    for (size_t k = 0; const Candidate* c = cands.at(k); ++k)
+      for (const PodAllocation* p : c->pods) every.push_back(p->pod);
     PlanOptions opts = base_opts;
-    opts.assume_released = all;
+    opts.assume_released = every;
     PHX_ASSIGN_OR_RETURN(GangPlanResult with_all, PlanGang(state, spec, opts));
     NoVictimSet none{NoVictimReason::kEvenAllVictimsTooFew, with_all.no_fit};
     result.none = std::move(none);

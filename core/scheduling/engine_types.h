@@ -87,6 +87,16 @@ class EngineDriver {
   // Seconds it needs to checkpoint on notice (TrainingJob checkpoint.flushSeconds); 0 =
   // it cannot, only immediate eviction.
   virtual double NoticeSeconds(const GangKey& /*running*/) const { return 0; }
+  // Both of the above: the cost rule asks them of every candidate of every search (~170
+  // per search on the Philly replay), so a driver that finds a gang by its key once
+  // answers both from one lookup. Must equal {GpuSecondsAtRisk, NoticeSeconds}.
+  struct PriceTerms {
+    double gpu_seconds_at_risk = 0;
+    double notice_s = 0;
+  };
+  virtual PriceTerms PriceTermsOf(const GangKey& running) const {
+    return {GpuSecondsAtRisk(running), NoticeSeconds(running)};
+  }
   // Whether every member of a running gang is idle (the device plugin's
   // phalanx.io/idle-since on each pod). Asked only for victims whose tier sets
   // idleVictimsFirst (TierPolicy::idle_victims_first); false = busy or unknown.

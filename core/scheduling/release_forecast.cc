@@ -90,23 +90,43 @@ ReleaseForecast::Shadow ReleaseForecast::When(const std::string& pool, int need,
       }
     }
   }
-  auto cumulative = [&](size_t i) { return index->cumulative[i] - (i >= cut ? minus : 0); };
+  return WhenCut(*index, need, free_now, now, cut, minus);
+}
+
+ReleaseForecast::Shadow ReleaseForecast::When(const std::string& pool, int need, int free_now, double now,
+                                              const GangKey& without, double without_end) const {
+  if (free_now >= need) return Shadow{now, free_now - need, true};
+  const PoolIndex* index = Index(pool);
+  if (index == nullptr || index->empty()) return Shadow{now, 0, false};
+  Rebuild(*index);
+  // Where it is if the hint is right; a gang in the pool's index is in by_key_ under this
+  // pool with this end, so finding it there is the answer the lookup by key gives.
+  const size_t k = index->Position(without_end, without);
+  if (k < index->keys.size() && *index->keys[k] == without && index->ends[k] == without_end) {
+    return WhenCut(*index, need, free_now, now, k, index->gpus[k]);
+  }
+  return When(pool, need, free_now, now, &without);
+}
+
+ReleaseForecast::Shadow ReleaseForecast::WhenCut(const PoolIndex& index, int need, int free_now, double now,
+                                                 size_t cut, int minus) const {
+  auto cumulative = [&](size_t i) { return index.cumulative[i] - (i >= cut ? minus : 0); };
   const int missing = need - free_now;
   // First position whose (adjusted) cumulative release covers `missing`: before the cut
   // the sums are unchanged, after it they are shifted by `minus` (still sorted).
   size_t i = static_cast<size_t>(
-      std::lower_bound(index->cumulative.begin(), index->cumulative.begin() + static_cast<std::ptrdiff_t>(cut), missing) -
-      index->cumulative.begin());
-  if (i == cut && cut < index->ends.size()) {
-    i = static_cast<size_t>(std::lower_bound(index->cumulative.begin() + static_cast<std::ptrdiff_t>(cut),
-                                             index->cumulative.end(), missing + minus) -
-                            index->cumulative.begin());
+      std::lower_bound(index.cumulative.begin(), index.cumulative.begin() + static_cast<std::ptrdiff_t>(cut), missing) -
+      index.cumulative.begin());
+  if (i == cut && cut < index.ends.size()) {
+    i = static_cast<size_t>(std::lower_bound(index.cumulative.begin() + static_cast<std::ptrdiff_t>(cut),
+                                             index.cumulative.end(), missing + minus) -
+                            index.cumulative.begin());
   }
-  if (i >= index->ends.size()) return Shadow{now, 0, false};
+  if (i >= index.ends.size()) return Shadow{now, 0, false};
   // Everything ending at the same instant is released together.
   size_t last = i;
-  while (last + 1 < index->ends.size() && index->ends[last + 1] == index->ends[i]) ++last;
-  const double start = index->ends[i] < now ? now + overdue_grace_s : index->ends[i];
+  while (last + 1 < index.ends.size() && index.ends[last + 1] == index.ends[i]) ++last;
+  const double start = index.ends[i] < now ? now + overdue_grace_s : index.ends[i];
   return Shadow{start, free_now + cumulative(last) - need, true};
 }
 

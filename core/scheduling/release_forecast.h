@@ -43,6 +43,11 @@ class ReleaseForecast {
   // `free_now` free already. Releases are counted in expected-end order; `without`
   // (a gang about to be evicted) releases nothing.
   Shadow When(const std::string& pool, int need, int free_now, double now, const GangKey* without = nullptr) const;
+  // The same with `without` excluded, given the expected end the forecast holds for it
+  // (found by position instead of by key: the cost rule asks this of every candidate of
+  // every search). Exact whatever the hint: a wrong one falls back to the lookup by key.
+  Shadow When(const std::string& pool, int need, int free_now, double now, const GangKey& without,
+              double without_end) const;
 
   // GPUs of `pool` expected free by `time` beyond `free_now` (releases at or before it).
   int ReleasedBy(const std::string& pool, double time, double now) const;
@@ -96,6 +101,9 @@ class ReleaseForecast {
     bool empty() const { return ends.empty(); }
   };
   const PoolIndex* Index(const std::string& pool) const;
+  // When's search once the index is current: releases from position `cut` on are `minus`
+  // GPUs lower (the excluded gang's).
+  Shadow WhenCut(const PoolIndex& index, int need, int free_now, double now, size_t cut, int minus) const;
   static void Rebuild(const PoolIndex& index);
 
   uint64_t version_ = 0;

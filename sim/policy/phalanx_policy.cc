@@ -178,6 +178,13 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
     return sim_->config().graceful_notice_s;
   }
 
+  PriceTerms PriceTermsOf(const GangKey& running) const override {
+    auto it = by_key_.find(running);
+    if (it == by_key_.end()) return {};
+    const bool checkpoints = sim_->job(it->second).checkpoint_interval > 0;
+    return {sim_->GpuSecondsAtRisk(it->second), checkpoints ? sim_->config().graceful_notice_s : 0};
+  }
+
   PolicyOptions options_;
   scheduling::Engine engine_;
   Simulator* sim_ = nullptr;

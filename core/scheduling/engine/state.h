@@ -65,6 +65,10 @@ struct RunningGang {
   double evicted_at = 0;     // ... when (its entry in TierPreemption's history)
   int team = -1;             // resolved team queue (QueueLedger index; queues on)
   uint64_t borrowing_epoch = 0;  // == QueueReclaim's epoch: it borrows (QueueLedger::IsBorrowing)
+  // TierPreemption's memo of its job's preemption history (nullptr: none), valid while
+  // `history_version` equals TierPreemption's: found by the job's name once, not per search.
+  mutable const std::deque<double>* history = nullptr;
+  mutable uint64_t history_version = 0;
 };
 
 // Engine::BookOutside: counted in the ledger only (queues on), never running here.

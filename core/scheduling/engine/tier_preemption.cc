@@ -19,6 +19,21 @@ namespace phalanx::scheduling {
 using namespace internal;  // NOLINT: this module's own helpers
 
 PreemptionStanding TierPreemption::StandingOf(const std::string& job, int priority, double started, double now) const {
+  auto it = preempted_at_.find(job);
+  return StandingOf(it == preempted_at_.end() ? nullptr : &it->second, priority, started, now);
+}
+
+PreemptionStanding TierPreemption::StandingOf(const RunningGang& r, double now) const {
+  if (r.history_version != history_version_) {
+    auto it = preempted_at_.find(r.req.job);
+    r.history = it == preempted_at_.end() ? nullptr : &it->second;
+    r.history_version = history_version_;
+  }
+  return StandingOf(r.history, r.req.priority, r.started, now);
+}
+
+PreemptionStanding TierPreemption::StandingOf(const std::deque<double>* history, int priority, double started,
+                                              double now) const {
   const TierPolicy& tier = s_->policy.TierOf(priority);
   PreemptionStanding s;
   s.tier = tier.name;
@@ -30,10 +45,9 @@ PreemptionStanding TierPreemption::StandingOf(const std::string& job, int priori
     s.eligible_at = std::numeric_limits<double>::infinity();
     return s;
   }
-  auto it = preempted_at_.find(job);
-  if (it == preempted_at_.end() || it->second.empty()) return s;  // never preempted: no minimum run
+  if (history == nullptr || history->empty()) return s;  // never preempted: no minimum run
   double oldest = std::numeric_limits<double>::infinity();
-  for (double t : it->second) {
+  for (double t : *history) {
     if (t > now - kDay) {
       ++s.preempted_in_day;
       oldest = std::min(oldest, t);
@@ -54,12 +68,14 @@ PreemptionStanding TierPreemption::StandingOf(const std::string& job, int priori
 }
 
 void TierPreemption::Record(const std::string& job, double now) {
+  ++history_version_;
   auto& times = preempted_at_[job];
   while (!times.empty() && times.front() <= now - kDay) times.pop_front();
   times.push_back(now);
 }
 
 void TierPreemption::Unrecord(const std::string& job, double at) {
+  ++history_version_;
   auto times = preempted_at_.find(job);
   if (times == preempted_at_.end()) return;
   auto& t = times->second;
@@ -127,27 +143,33 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
   std::vector<size_t> index;  // facts -> candidates
   int ineligible = 0;
   std::optional<double> next_eligible;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const VictimCandidate& c = candidates[i];
+  FootprintMemo memo;
+  facts.reserve(records.size());
+  index.reserve(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    // No candidates: the engine's own records, nothing more to say about them.
+    const VictimCandidate* c = candidates.empty() ? nullptr : &candidates[i];
     // The engine's record of a gang it runs; a description of anything else.
     std::optional<RunningGang> described;
     const RunningGang* r = records[i];
     if (r == nullptr) {
       RunningGang& outside = described.emplace();
-      outside.req.key = c.key;
-      outside.req.job = c.job.empty() ? c.key.str() : c.job;
-      outside.req.pool = c.pool;
-      outside.req.priority = c.priority;
-      outside.req.gpus_per_member = std::max(c.gpus, 1);
-      outside.req.submitted = c.started;
-      outside.pool = c.pool;
-      outside.started = c.started;
-      outside.expected_end = c.started + s_->ExpectedDuration(outside.req);
+      outside.req.key = c->key;
+      outside.req.job = c->job.empty() ? c->key.str() : c->job;
+      outside.req.pool = c->pool;
+      outside.req.priority = c->priority;
+      outside.req.gpus_per_member = std::max(c->gpus, 1);
+      outside.req.submitted = c->started;
+      outside.pool = c->pool;
+      outside.started = c->started;
+      outside.expected_end = c->started + s_->ExpectedDuration(outside.req);
       r = &outside;
     }
+    const GangKey& key = c != nullptr ? c->key : r->req.key;
     if (!reclaim && r->req.priority >= g.priority) continue;
-    if (!reclaim && !c.leaving) {
-      const PreemptionStanding standing = StandingOf(r->req.job, r->req.priority, r->started, now);
+    if (!reclaim && (c == nullptr || !c->leaving)) {
+      const PreemptionStanding standing = records[i] == nullptr ? StandingOf(r->req.job, r->req.priority, r->started, now)
+                                                         : StandingOf(*r, now);
       if (!standing.eligible) {
         ++ineligible;
         if (std::isfinite(standing.eligible_at) && standing.eligible_at > now) {
@@ -157,15 +179,17 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
       }
     }
     VictimFacts f;
-    f.key = c.key;
+    f.key = key;
     f.priority = r->req.priority;
     f.gpus = r->req.IsShare() ? 1 : r->req.Gpus();
-    f.pods = c.pods.empty() && records[i] != nullptr ? std::span<const PodUid>(records[i]->pods) : c.pods;
-    f.gpu_seconds_at_risk = driver.GpuSecondsAtRisk(c.key);
-    f.notice_s = driver.NoticeSeconds(c.key);
+    f.pods = (c == nullptr || c->pods.empty()) && records[i] != nullptr ? std::span<const PodUid>(records[i]->pods)
+                                                                        : std::span<const PodUid>(c->pods);
+    const EngineDriver::PriceTerms terms = driver.PriceTermsOf(key);
+    f.gpu_seconds_at_risk = terms.gpu_seconds_at_risk;
+    f.notice_s = terms.notice_s;
     // Asked only where it matters: the driver reads pod annotations to answer.
-    f.idle = s_->policy.TierOf(f.priority).idle_victims_first && driver.IsIdle(c.key);
-    f.expected_wait_s = ExpectedWaitForFootprint(*r, g, ctx);
+    f.idle = s_->policy.TierOf(f.priority).idle_victims_first && driver.IsIdle(key);
+    f.expected_wait_s = ExpectedWaitForFootprint(*r, g, ctx, memo);
     // Past its expected end nobody knows when it ends: assume another expected run (the
     // forecast's "ends any moment" would make every such victim worthless to preempt).
     f.remaining_s = r->expected_end > now ? r->expected_end - now : s_->ExpectedDuration(r->req);
@@ -181,7 +205,7 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
   if (quote.decision) {
     for (int& v : quote.decision->victims) v = static_cast<int>(index[static_cast<size_t>(v)]);
   }
-  std::vector<bool> graceful(candidates.size(), false);
+  std::vector<bool> graceful(records.size(), false);
   for (size_t f = 0; f < quote.graceful.size(); ++f) graceful[index[f]] = quote.graceful[f];
   quote.graceful = std::move(graceful);
   if (quote.outcome == PricedPreemption::Outcome::kNoVictimSet && facts.empty()) {
@@ -193,7 +217,7 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
 }
 
 double TierPreemption::ExpectedWaitForFootprint(const RunningGang& victim, const GangRequest& preemptor,
-                                                PassContext& ctx) const {
+                                                PassContext& ctx, FootprintMemo& memo) const {
   const std::string& queue = victim.req.pool;
   // Re-queued, the victim keeps its place (first submission): count who waits before it,
   // except the preemptor, which runs on the victim's GPUs. The waiting gangs are counted
@@ -232,21 +256,28 @@ double TierPreemption::ExpectedWaitForFootprint(const RunningGang& victim, const
   // The victim's own GPUs the preemptor leaves free stay free for it only while nothing else
   // waits; otherwise other work takes them (counting them always cost the LLM-era workload
   // 0.9 points of utilisation: bench/RESULTS.md, "Why the top tiers wait").
-  const bool nobody_else_waits =
-      s_->waiting.empty() || (s_->waiting.size() == 1 && s_->waiting.contains(preemptor.key));
-  const int free_now = EngineState::FreeGpus(ctx.driver.state(), victim.pool) +
-                       (nobody_else_waits ? std::max(0, gpus - preemptor.Gpus()) : 0);
+  // Per search, what is the same for every victim of a pool: its free GPUs, and what it
+  // releases by the time the preemptor gives the GPUs back.
+  const double back = ctx.now + s_->ExpectedDuration(preemptor);
+  if (!memo.pool || *memo.pool != victim.pool) {
+    memo.pool = victim.pool;
+    memo.free = EngineState::FreeGpus(ctx.driver.state(), victim.pool);
+    memo.released_by_back = s_->forecast.ReleasedBy(victim.pool, back, ctx.now);
+    memo.nobody_else_waits =
+        s_->waiting.empty() || (s_->waiting.size() == 1 && s_->waiting.contains(preemptor.key));
+  }
+  const bool nobody_else_waits = memo.nobody_else_waits;
+  const int free_now = memo.free + (nobody_else_waits ? std::max(0, gpus - preemptor.Gpus()) : 0);
   // Its own release does not count (it is evicted). When the pool has room before it would
   // end anyway, leaving it out changes nothing (the forecast holds a running gang at its
   // expected_end): that answer is taken without looking its release up.
   ReleaseForecast::Shadow s = s_->forecast.When(victim.pool, need, free_now, ctx.now);
   if (!s.reachable || !(s.start < victim.expected_end)) {
-    s = s_->forecast.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
+    s = s_->forecast.When(victim.pool, need, free_now, ctx.now, victim.req.key, victim.expected_end);
   }
   double wait = s.reachable ? s.start - ctx.now : std::numeric_limits<double>::infinity();
   // The preemptor gives the GPUs back when it ends; the forecast does not know it yet.
-  const double back = ctx.now + s_->ExpectedDuration(preemptor);
-  const int victim_back = s_->forecast.ReleasedBy(victim.pool, back, ctx.now) -
+  const int victim_back = memo.released_by_back -
                           (victim.expected_end <= back ? gpus : 0);  // it releases nothing once evicted
   if (free_now + victim_back + preemptor.Gpus() >= need) {
     wait = std::min(wait, back - ctx.now);
@@ -260,18 +291,14 @@ std::optional<ChosenPreemption> TierPreemption::ChooseReclaim(const GangRequest&
   // The cost rule's choice (ChoosePricedPreemption), as for any preemption: the cheapest
   // set close to the need, per victim the cheaper of losing its work and waiting for its
   // checkpoint, idle victims first where their tier says so.
-  std::vector<VictimCandidate> candidates;
-  candidates.reserve(records.size());
-  ChosenPreemption chosen;
-  for (const RunningGang* r : records) {
-    candidates.push_back(VictimCandidate{.key = r->req.key});
-    chosen.keys.push_back(r->req.key);
-  }
   GangRequest in_pool = g;
   in_pool.pool = pool;
-  auto quote = Quote(ctx.order, in_pool, s_->policy.wait_horizon_s, candidates, records, ctx.now, ctx.driver,
-                     std::nullopt, std::nullopt, /*reclaim=*/true);
+  auto quote = Quote(ctx.order, in_pool, s_->policy.wait_horizon_s, {}, records, ctx.now, ctx.driver, std::nullopt,
+                     std::nullopt, /*reclaim=*/true);
   if (!quote.ok() || !quote->pays() || !quote->decision || quote->decision->victims.empty()) return std::nullopt;
+  ChosenPreemption chosen;
+  chosen.keys.reserve(records.size());
+  for (const RunningGang* r : records) chosen.keys.push_back(r->req.key);
   chosen.decision = std::move(*quote->decision);
   chosen.graceful = std::move(quote->graceful);
   return chosen;
@@ -349,19 +376,14 @@ std::optional<ChosenPreemption> TierPreemption::Choose(WaitingGang& w, double ex
   const TierPolicy& tier = s_->policy.TierOf(g.priority);
   // Every lower-tier gang running in its pool that is not leaving already; the engine's
   // records describe them (QuotePreemption checks their standing and prices them).
-  std::vector<VictimCandidate> candidates;
-  std::vector<GangKey> keys;
   std::vector<const RunningGang*> records;
   for (const auto& [key, r] : s_->running) {
     if (r.req.priority >= g.priority || r.evicting) continue;
     if (!g.pool.empty() && r.pool != g.pool) continue;
     if (!queues.AllowsVictim(r, g, w.team)) continue;  // team queues: only borrowed capacity
-    candidates.push_back(VictimCandidate{.key = key});
-    keys.push_back(key);
     records.push_back(&r);
   }
-  auto quote =
-      Quote(ctx.order, g, expected_wait, candidates, records, ctx.now, ctx.driver, std::nullopt, std::nullopt);
+  auto quote = Quote(ctx.order, g, expected_wait, {}, records, ctx.now, ctx.driver, std::nullopt, std::nullopt);
   if (!quote.ok()) {
     w.why = fmt::format("preemption: {}", quote.status().message());
     return std::nullopt;
@@ -376,7 +398,7 @@ std::optional<ChosenPreemption> TierPreemption::Choose(WaitingGang& w, double ex
       w.why = quote->why;
       return std::nullopt;
     case Outcome::kNoVictimSet:
-      w.why = candidates.empty() || quote->ineligible == static_cast<int>(candidates.size())
+      w.why = records.empty() || quote->ineligible == static_cast<int>(records.size())
                   ? fmt::format("waiting longer than the {} tier's target ({}) but {}", tier.name,
                                 Duration(tier.target_wait_s), quote->why)
                   : fmt::format("preemption: {}", quote->why);
@@ -385,6 +407,10 @@ std::optional<ChosenPreemption> TierPreemption::Choose(WaitingGang& w, double ex
       w.why = fmt::format("preemption: {}", quote->why);
       return std::nullopt;
   }
+  // The victims index the candidates: their keys, taken only for a search that pays.
+  std::vector<GangKey> keys;
+  keys.reserve(records.size());
+  for (const RunningGang* r : records) keys.push_back(r->req.key);
   return ChosenPreemption{.decision = std::move(*quote->decision),
                           .keys = std::move(keys),
                           .graceful = std::move(quote->graceful),

@@ -51,6 +51,9 @@ class TierPreemption {
   // Whether a gang of `job` at `priority`, started at `started`, may be a cost-rule victim
   // now, and until when not.
   PreemptionStanding StandingOf(const std::string& job, int priority, double started, double now) const;
+  // The same for a gang the engine runs, its job's history found once per change of any
+  // history (RunningGang::history): every search asks it of ~170 candidates.
+  PreemptionStanding StandingOf(const RunningGang& r, double now) const;
   int PreemptionsInDay(const std::string& job, double now) const;
   void Record(const std::string& job, double now);
   // The preemption recorded at `at` did not happen (the eviction was refused).
@@ -91,11 +94,24 @@ class TierPreemption {
                                  std::span<const RunningGang* const> records, double now, EngineDriver& driver,
                                  std::optional<std::set<std::string>> domains, std::optional<GangKey> own_plan,
                                  bool reclaim = false) const;
+  // What ExpectedWaitForFootprint finds the same for every victim of one pool in one search.
+  struct FootprintMemo {
+    std::optional<std::string> pool;  // nullopt: nothing yet (a copy: a described victim goes)
+    int free = 0;                       // the pool's free GPUs
+    int released_by_back = 0;           // released by the time the preemptor ends
+    bool nobody_else_waits = false;
+  };
   // How long a victim, re-queued, would wait to get its GPUs back.
-  double ExpectedWaitForFootprint(const RunningGang& victim, const GangRequest& preemptor, PassContext& ctx) const;
+  double ExpectedWaitForFootprint(const RunningGang& victim, const GangRequest& preemptor, PassContext& ctx,
+                                  FootprintMemo& memo) const;
+
+  PreemptionStanding StandingOf(const std::deque<double>* history, int priority, double started, double now) const;
 
   EngineState* s_;  // the Engine's
   std::unordered_map<std::string, std::deque<double>> preempted_at_;  // job -> times
+  // Bumped by every Record and Unrecord: RunningGang::history is current while equal
+  // (the map's nodes, and so the pointers, stay put until then; an Engine moves, never copies).
+  uint64_t history_version_ = 1;
 };
 
 }  // namespace phalanx::scheduling

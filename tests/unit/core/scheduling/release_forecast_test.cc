@@ -1,5 +1,6 @@
 #include "core/scheduling/release_forecast.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +53,30 @@ TEST(ReleaseForecastTest, AnExcludedGangReleasesNothing) {
   EXPECT_DOUBLE_EQ(s.start, 100);
   s = f.When("H100", 30, 4, 10, &b);  // 4 + 8 + 8 = 20 < 30 without b
   EXPECT_FALSE(s.reachable);
+}
+
+// The exclusion found by the expected end the caller knows answers as the lookup by key,
+// whatever that end: right, wrong, or a gang the pool does not hold.
+TEST(ReleaseForecastTest, AnExcludedGangFoundByItsEndAnswersAsByKey) {
+  const ReleaseForecast f = ThreeGangs();
+  const GangKey a("a"), b("b"), c("c"), z("z"), nobody("nobody");
+  auto same = [](const ReleaseForecast::Shadow& x, const ReleaseForecast::Shadow& y) {
+    return x.start == y.start && x.extra == y.extra && x.reachable == y.reachable;
+  };
+  for (const std::string pool : {"H100", "A100", ""}) {
+    for (const GangKey* k : {&a, &b, &c, &z, &nobody}) {
+      for (double end : {50.0, 100.0, 300.0, 301.0}) {
+        for (int need : {4, 10, 20, 30, 40}) {
+          SCOPED_TRACE(fmt::format("pool '{}', without {} (end {}), need {}", pool, k->str(), end, need));
+          EXPECT_TRUE(same(f.When(pool, need, 4, 10, *k, end), f.When(pool, need, 4, 10, k)));
+        }
+      }
+    }
+  }
+  // b and c end together at t=300: without b, 4 + 8 + 8 = 20 at t=300.
+  const auto s = f.When("H100", 20, 4, 10, b, 300);
+  EXPECT_DOUBLE_EQ(s.start, 300);
+  EXPECT_EQ(s.extra, 0);
 }
 
 TEST(ReleaseForecastTest, OverdueGangsAreExpectedSoonNotInThePast) {
