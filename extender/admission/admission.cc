@@ -140,7 +140,9 @@ class AdmissionPass::Driver final : public scheduling::EngineDriver {
     if (const TrainingJobInfo* tj = pass_.JobOf(victim); graceful && tj && tj->notice_seconds_needed > 0) {
       e.notice = true;
       out_.evictions.push_back(std::move(e));
-      return tj->notice_seconds_needed + 60;  // the deadline the request gives the operator
+      // When the victim is expected gone: its notice. The engine adds its own grace to the
+      // preemptor's wait (kEvictionGrace), as the operator's deadline does to the request.
+      return tj->notice_seconds_needed;
     }
     out_.evictions.push_back(std::move(e));
     return kTerminationAllowanceSeconds;

@@ -135,6 +135,13 @@ scheduling::GangRequest AdmissionPass::EngineRequestOf(const GangRecord& g, int 
       r.checkpoints = tj && tj->notice_seconds_needed > 0;
       // Its deadline is an upper bound of its run: a safe expected end for backfill.
       if (tj && tj->active_deadline_seconds > 0) r.duration_hint_s = tj->active_deadline_seconds;
+      // A whole-gang restart (new pods, new first_seen) keeps the job's place: it was
+      // submitted when its TrainingJob was created, as the simulator replays a victim's next
+      // attempt (tests/unit/sim/engine_equivalence_preemption_test.cc).
+      if (tj && tj->created) {
+        const auto age = std::chrono::duration_cast<Duration>(h_.clock.WallNow() - *tj->created);
+        r.submitted = std::min(r.submitted, EngineSeconds(h_.clock.Now() - age));
+      }
     }
   }
   return r;

@@ -331,6 +331,9 @@ Result<TrainingJobInfo> ParseTrainingJob(const Json& job) {
   info.name = StringOr(*meta, "name");
   if (info.name.empty()) return InvalidArgumentError("TrainingJob.metadata.name: missing");
   info.preempt_request = StringField(Child(*meta, "annotations"), kPreemptRequestAnnotation).value_or("");
+  if (auto created = StringField(meta, "creationTimestamp")) {
+    if (auto at = ParseRfc3339(*created); at.ok()) info.created = *at;  // the API server always sets it
+  }
   // runPolicy.activeDeadlineSeconds bounds the run: the scheduling engine's duration hint.
   if (const Json* spec = Child(job, "spec")) {
     if (const Json* run = Child(*spec, "runPolicy"); run && run->is_object()) {

@@ -146,6 +146,9 @@ struct TrainingJobInfo {
   double notice_seconds_needed = 0;
   std::string preempt_request;  // current annotation value, "" if none
   double active_deadline_seconds = 0;  // spec.runPolicy.activeDeadlineSeconds; 0 = none
+  // metadata.creationTimestamp: when the job was submitted. A gang re-created after a
+  // preemption keeps the job's place in the engine's order from it (not from its new pods).
+  std::optional<SystemTime> created;
   std::string Key() const { return ns + "/" + name; }
 };
 

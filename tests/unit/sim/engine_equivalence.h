@@ -202,6 +202,7 @@ class ExtenderReplay {
       EXPECT_TRUE(c_.ext.SetQueues(queues).ok());
     }
     start_ = c_.clock.Now();
+    wall_start_ = c_.clock.WallNow();
   }
 
   Outcome Run() {
@@ -272,7 +273,11 @@ class ExtenderReplay {
     // A hint is the TrainingJob's deadline (its run time's upper bound): here the exact run
     // time the attempt has left.
     const double notice = gang(i).checkpoint > 0 ? SimConfig().graceful_notice_s : 0;
-    return {"default", JobName(i), risk, notice, "", v_.hints ? Remaining(i) : 0};
+    extender::TrainingJobInfo job{"default", JobName(i), risk, notice, "", v_.hints ? Remaining(i) : 0};
+    // Created when the job was submitted, as the API server stamps it: every attempt of the
+    // job keeps that place in the engine's order, as the simulator's next attempt does.
+    job.created = wall_start_ + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(gang(i).submit));
+    return job;
   }
   double Remaining(int i) const {
     auto it = remaining_.find(i);
@@ -439,6 +444,7 @@ class ExtenderReplay {
   extender::testing::TestCluster c_;
   std::vector<std::string> node_names_;
   MonotonicTime start_;
+  SystemTime wall_start_;
   std::multimap<double, Event> events_;
   std::map<int, int> waiting_;   // gang -> attempt
   std::map<std::pair<int, int>, int> mig_waiting_;  // (-priority, arrival) -> MIG pod's gang

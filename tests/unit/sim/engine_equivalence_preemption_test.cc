@@ -115,19 +115,15 @@ TEST(EngineEquivalencePreemptionTest, TheHeadTakesBackPreemptibleBackfillAtTheSa
   }
 }
 
-// DIVERGES (issue 25 finding): a preempted gang keeps its place in its queue (first
-// submission, core/scheduling/engine.h) in the simulator, whose next attempt carries the
-// job's submit time (sim/policy/phalanx_policy.cc RequestOf: GangRequest::submitted =
-// Job::submit). The extender orders the re-created gang ("<job>-a<attempt>", a new gang to
-// its ledger) by when it first saw it (extender/admission/admission.cc EngineRequestOf:
-// submitted = EngineSeconds(GangRecord::first_seen), set in extender/state/ledger_gangs.cc
-// when the gang record is created), so a gang of its tier that arrived after the victim's
-// first submission but before its restart overtakes it. Here gang 0 is evicted at
-// t=10 for the high gang 2 and comes back at t=40; gang 3 (same tier) arrived at t=20; when
-// gang 2 ends at t=110 the simulator starts the victim, the extender gang 3. The same cause
-// makes the issue-16 scenario diverge with preemption on. Enable once the extender's
-// request carries the job's first submission (e.g. the TrainingJob's creationTimestamp,
-// or the earliest first_seen per GangRequest::job).
+// Issue 25 finding, fixed: a preempted gang keeps its place in its queue (its first
+// submission, core/scheduling/engine.h). The simulator's next attempt carries the job's
+// submit time (sim/policy/phalanx_policy.cc RequestOf); the extender ordered the re-created
+// gang ("<job>-a<attempt>", a new gang to its ledger) by when it first saw it, so a gang of
+// its tier that arrived in between overtook it. It now takes the TrainingJob's
+// creationTimestamp (extender/admission/gang_planning.cc EngineRequestOf). Here gang 0 is
+// evicted at t=10 for the high gang 2 and comes back at t=40; gang 3 (same tier) arrived at
+// t=20; when gang 2 ends at t=110 both drivers start the victim first. The issue-16
+// scenario agrees with preemption on for the same reason.
 const std::vector<GangEvent>& RestartScenario() {
   static const std::vector<GangEvent> kGangs = {
       {0, 1000, 4, 8, 1000}, {0, 1000, 4, 8, 1000}, {10, 100, 4, 8, 10000}, {20, 100, 4, 8, 1000}};
@@ -143,7 +139,7 @@ const std::vector<GangEvent>& Issue16Scenario() {
   return kGangs;
 }
 
-TEST(EngineEquivalencePreemptionTest, DISABLED_ARestartedVictimKeepsItsPlaceInBothDrivers) {
+TEST(EngineEquivalencePreemptionTest, ARestartedVictimKeepsItsPlaceInBothDrivers) {
   const Outcome o = ExpectSameOutcome(RestartScenario(), {.preemption = true});
   ASSERT_EQ(o.evictions.size(), 1u);
   const int victim = o.evictions.begin()->second;
@@ -152,26 +148,24 @@ TEST(EngineEquivalencePreemptionTest, DISABLED_ARestartedVictimKeepsItsPlaceInBo
   EXPECT_GT(ExpectSameOutcome(Issue16Scenario(), {.hints = true, .preemption = true}).evictions.size(), 0u);
 }
 
-// DIVERGES (issue 25 finding): how long a victim asked to checkpoint holds its GPUs. The
-// engine takes EngineDriver::Evict's answer as the victim's expected end (Engine::
-// EvictAndStart: its release forecast, and the start the waiting preemptor is promised as
-// the head of the pool). The simulator answers the notice after which the victim stops
-// (SimConfig::graceful_notice_s, = its NoticeSeconds); the extender answers the deadline it
-// gives the operator, notice + 60 s (extender/admission/admission.cc AdmissionDriver::Evict,
-// `return tj->notice_seconds_needed + 60`), while its NoticeSeconds says notice. Here a
-// high gang (2) asks gang 0 to checkpoint at t=1000 (60 s notice) and needs the idle node
-// too; a spot gang (3) of 80 s (with hints) comes at t=1010: the simulator keeps it waiting
-// (it would end at 1090, after the head's start at 1060), the extender lets it backfill
-// (before the promised 1120), so at t=1060 the head finds it in its way and evicts it,
-// 50 s of lost work and one eviction more. Enable once the extender answers the victim's
-// notice_seconds_needed (its awaiting deadline already adds Engine's 60 s grace).
+// Issue 25 finding, fixed: how long a victim asked to checkpoint holds its GPUs. The
+// engine takes EngineDriver::Evict's answer as the victim's expected end (its release
+// forecast, and the start the waiting preemptor is promised as the head of the pool). The
+// simulator answers the notice after which the victim stops (SimConfig::graceful_notice_s);
+// the extender answered notice + 60 s (the deadline it gives the operator) and now answers
+// the notice (extender/admission/admission.cc AdmissionDriver::Evict; the engine adds its
+// own grace to the preemptor's wait). Here a high gang (2) asks gang 0 to checkpoint at
+// t=1000 (60 s notice) and needs the idle node too; a spot gang (3) of 80 s (with hints)
+// comes at t=1010: it would end at 1090, after the head's start at 1060, so it waits in
+// both drivers (before the fix the extender let it backfill and evicted it at 1060: 50 s
+// of lost work and one eviction more).
 const std::vector<GangEvent>& NoticeScenario() {
   static const std::vector<GangEvent> kGangs = {
       {0, 3000, 4, 8, 1000, "", 600}, {0, 3000, 3, 8, 1000}, {1000, 500, 5, 8, 10000}, {1010, 80, 1, 8, 100}};
   return kGangs;
 }
 
-TEST(EngineEquivalencePreemptionTest, DISABLED_BothDriversExpectAVictimToStopAfterItsNotice) {
+TEST(EngineEquivalencePreemptionTest, BothDriversExpectAVictimToStopAfterItsNotice) {
   const Outcome o = ExpectSameOutcome(NoticeScenario(), {.hints = true, .preemption = true});
   EXPECT_EQ(o.evictions, (std::set<std::pair<double, int>>{{1060, 0}}));  // only the victim asked to stop
 }
