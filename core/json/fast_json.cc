@@ -13,7 +13,9 @@ Result<simdjson::ondemand::document*> FastJsonParser::Iterate(std::string_view t
   if (buffer_.data() == nullptr || buffer_.size() < text.size() || buffer_.size() > 4 * text.size() + 4096) {
     buffer_ = simdjson::padded_string(text.size());
   }
-  std::memcpy(buffer_.data(), text.data(), text.size());
+  // An empty view may have no data at all (memcpy wants a valid source even for 0 bytes:
+  // UBSan, fuzz/regressions/watch_event/empty-input).
+  if (!text.empty()) std::memcpy(buffer_.data(), text.data(), text.size());
   // simdjson reads the padding as if it were fresh (zeros): on a malformed document its
   // on-demand iterator can step onto the byte just past the text, and a reused buffer held the
   // previous, longer document there, from which it walked into that document's stale structural
