@@ -213,7 +213,8 @@ namespace {
 
 TEST(ObjectsTest, TrainingJobCarriesItsCostNoticeAndDeadline) {
   auto doc = json::Parse(R"({"apiVersion":"phalanx.io/v1alpha1","kind":"TrainingJob",
-    "metadata":{"namespace":"ml","name":"llama","annotations":{"phalanx.io/preempt-request":"{}"}},
+    "metadata":{"namespace":"ml","name":"llama","creationTimestamp":"2026-11-22T01:45:56Z",
+                "annotations":{"phalanx.io/preempt-request":"{}"}},
     "spec":{"replicas":4,"runPolicy":{"activeDeadlineSeconds":7200}},
     "status":{"preemptionCost":{"gpuSecondsAtRisk":960,"noticeSecondsNeeded":45}}})");
   ASSERT_TRUE(doc.ok());
@@ -224,11 +225,15 @@ TEST(ObjectsTest, TrainingJobCarriesItsCostNoticeAndDeadline) {
   EXPECT_DOUBLE_EQ(tj->notice_seconds_needed, 45);
   EXPECT_DOUBLE_EQ(tj->active_deadline_seconds, 7200);
   EXPECT_EQ(tj->preempt_request, "{}");
-  auto bare = json::Parse(R"({"metadata":{"name":"x"},"spec":{"runPolicy":{"activeDeadlineSeconds":"soon"}}})");
+  ASSERT_TRUE(tj->created.has_value());  // the job's submission: its gangs' place in the engine's order
+  EXPECT_EQ(FormatRfc3339(*tj->created), "2026-11-22T01:45:56Z");
+  auto bare = json::Parse(R"({"metadata":{"name":"x","creationTimestamp":"yesterday"},
+    "spec":{"runPolicy":{"activeDeadlineSeconds":"soon"}}})");
   ASSERT_TRUE(bare.ok());
   auto none = ParseTrainingJob(*bare);
   ASSERT_TRUE(none.ok());
   EXPECT_DOUBLE_EQ(none->active_deadline_seconds, 0);  // not a number: no hint
+  EXPECT_FALSE(none->created.has_value());              // not a time: first seen orders it
 }
 
 }  // namespace
