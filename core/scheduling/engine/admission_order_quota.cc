@@ -32,18 +32,7 @@ void AdmissionOrder::RefreshRoom(int team, RoomCache& cache, PassContext& ctx) c
     cache.without_room.clear();
     cache.texts.reset();
     const placement::ClusterState& state = ctx.driver.state();
-    const std::string* any_pool = nullptr;
-    int any_index = -1;
-    for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
-      const std::string& pool = state.pool(p).name;
-      if (state.pool(p).nodes.empty()) continue;
-      const int index = s_->ledger.PoolIndex(pool);
-      if (any_pool == nullptr || any_pool->empty() ||
-          s_->ledger.Nominal(team, index) > s_->ledger.Nominal(team, any_index)) {
-        any_pool = &pool;
-        any_index = index;
-      }
-    }
+    const std::string* any_pool = s_->MostNominalPool(state, team).first;
     cache.any_pool = any_pool ? *any_pool : std::string();
     for (const auto& entry : shapes) {
       if (entry.second.empty()) continue;

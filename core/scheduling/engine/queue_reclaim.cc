@@ -34,21 +34,15 @@ std::optional<QueueLedger::Fit> QueueReclaim::QuotaFor(WaitingGang& w, PassConte
   // again once placed).
   const placement::ClusterState& state = ctx.driver.state();
   std::optional<QueueLedger::Fit> best;
-  const std::string* first_pool = nullptr;
-  int first_index = -1;
   for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
-    const std::string& pool = state.pool(p).name;
     if (state.pool(p).nodes.empty()) continue;
-    const int index = s_->ledger.PoolIndex(pool);
-    if (first_pool == nullptr || first_pool->empty() ||
-        s_->ledger.Nominal(w.team, index) > s_->ledger.Nominal(w.team, first_index)) {
-      first_pool = &pool;
-      first_index = index;
-    }
-    const QueueLedger::Fit fit = s_->ledger.Check(w.team, index, amount);
+    const QueueLedger::Fit fit = s_->ledger.Check(w.team, s_->ledger.PoolIndex(state.pool(p).name), amount);
     if (fit != QueueLedger::Fit::kNoRoom && (!best || fit < *best)) best = fit;
   }
-  if (!best) explain(first_index, first_pool ? *first_pool : std::string());
+  if (!best) {  // named only for the reason text: looked up when there is one to write
+    const auto [pool, index] = s_->MostNominalPool(state, w.team);
+    explain(index, pool ? *pool : std::string());
+  }
   return best;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/scheduling/engine_types.h"
@@ -124,6 +125,23 @@ struct EngineState {
     // Looked up until the ledger knows the pool; then its index is kept (SetQueues resets it).
     if (w.ledger_pool < 0) w.ledger_pool = ledger.PoolIndex(w.req.pool);
     return w.ledger_pool;
+  }
+  // Where an any-pool gang of `team` is said to wait when no pool has room: the pool with
+  // nodes in which the team has the most nominal quota (the first one on ties, an unnamed
+  // pool only when nothing else has nodes); {nullptr, -1} when no pool has nodes.
+  std::pair<const std::string*, int> MostNominalPool(const placement::ClusterState& state, int team) const {
+    const std::string* best = nullptr;
+    int best_index = -1;
+    for (placement::PoolId p = 0; p < state.PoolCount(); ++p) {
+      if (state.pool(p).nodes.empty()) continue;
+      const std::string& pool = state.pool(p).name;
+      const int index = ledger.PoolIndex(pool);
+      if (best == nullptr || best->empty() || ledger.Nominal(team, index) > ledger.Nominal(team, best_index)) {
+        best = &pool;
+        best_index = index;
+      }
+    }
+    return {best, best_index};
   }
   // w.awaiting changed from `was` (non-empty) to what it is: keeps awaiting_gangs and
   // awaiting_orders.
