@@ -86,8 +86,8 @@ TEST_F(SteadyStateTest, WatchesInsteadOfPollingAndAnswersPreferredAllocationFrom
   // Synced: one list, one watch, and the readiness that says so.
   ASSERT_TRUE(WaitUntil([&] { return HttpGet(d.MetricsPort(), "/readyz").rfind("200", 0) == 0; }))
       << HttpGet(d.MetricsPort(), "/readyz");
-  EXPECT_EQ(api_->RequestCount(kPlugin, "list", "pods"), 1u);
-  EXPECT_EQ(api_->RequestCount(kPlugin, "watch", "pods"), 1u);
+  EXPECT_EQ(api_->RequestCount(kPlugin, "list", "pods"), 1u) << api_->request_counts().ToJson().dump();
+  EXPECT_EQ(api_->RequestCount(kPlugin, "watch", "pods"), 1u) << api_->request_counts().ToJson().dump();
 
   // Kubelet admits a pod the extender annotated: the answer is the annotation, and the
   // plugin asks the API server nothing for it.
@@ -103,7 +103,7 @@ TEST_F(SteadyStateTest, WatchesInsteadOfPollingAndAnswersPreferredAllocationFrom
   ASSERT_TRUE(preferred.ok()) << preferred.status();
   ASSERT_EQ(preferred->container_responses(0).deviceids_size(), 1);
   EXPECT_EQ(preferred->container_responses(0).deviceids(0), kPcie[3]);
-  EXPECT_EQ(PodAndNodeRequests(), before);
+  EXPECT_EQ(PodAndNodeRequests(), before) << api_->request_counts().ToJson().dump() << d.log();
 
   // Steady state over a generous window, with pod churn elsewhere in the cluster: no pod
   // LIST, at most one pod/node request per 10 s.
@@ -123,7 +123,7 @@ TEST_F(SteadyStateTest, WatchesInsteadOfPollingAndAnswersPreferredAllocationFrom
   api_->ClearRequestCounts();
   api_->DropWatches();
   ASSERT_TRUE(WaitUntil([&] { return api_->RequestCount(kPlugin, "watch", "pods") >= 1; })) << d.log();
-  EXPECT_EQ(api_->RequestCount(kPlugin, "list", "pods"), 0u);
+  EXPECT_EQ(api_->RequestCount(kPlugin, "list", "pods"), 0u) << api_->request_counts().ToJson().dump();
   // History moves on and is compacted past the plugin's version (no bookmarks in this test).
   ASSERT_TRUE(api_->Create("configmaps", Json{{"metadata", {{"name", "bump"}, {"namespace", "ml"}}}}).ok());
   api_->CompactHistory();
@@ -136,7 +136,7 @@ TEST_F(SteadyStateTest, WatchesInsteadOfPollingAndAnswersPreferredAllocationFrom
   preferred = p->GetPreferredAllocation(req, 10s);
   ASSERT_TRUE(preferred.ok()) << preferred.status();
   EXPECT_EQ(preferred->container_responses(0).deviceids(0), kPcie[0]);
-  EXPECT_EQ(api_->RequestCount(kPlugin, "list", "pods"), 1u);
+  EXPECT_EQ(api_->RequestCount(kPlugin, "list", "pods"), 1u) << api_->request_counts().ToJson().dump();
 
   // A GPU falls off the bus: one node write with the new health, and a Warning Event.
   api_->ClearRequestCounts();
@@ -147,8 +147,8 @@ TEST_F(SteadyStateTest, WatchesInsteadOfPollingAndAnswersPreferredAllocationFrom
   ASSERT_TRUE(unhealthy.ok()) << unhealthy.status() << d.log();
   ASSERT_TRUE(WaitUntil([&] { return HasEvent("GpuUnhealthy", "XID 79"); })) << d.log();
   EXPECT_GE(api_->RequestCount(kPlugin, "patch", "nodes"), 1u);
-  EXPECT_LE(api_->RequestCount(kPlugin, "patch", "nodes"), 2u);
-  EXPECT_EQ(api_->RequestCount(kPlugin, "list", "pods"), 0u);
+  EXPECT_LE(api_->RequestCount(kPlugin, "patch", "nodes"), 2u) << api_->request_counts().ToJson().dump();
+  EXPECT_EQ(api_->RequestCount(kPlugin, "list", "pods"), 0u) << api_->request_counts().ToJson().dump();
 }
 
 }  // namespace
