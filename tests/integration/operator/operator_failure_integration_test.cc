@@ -196,11 +196,14 @@ TEST_F(OperatorIntegrationTest, UsageIsPricedPerNodeModelAndNeverDoubleCountedAc
   const std::string started = FormatRfc3339(std::chrono::system_clock::now());
   for (int i = 0; i < 2; ++i) {
     const std::string name = "usage-a1-" + std::to_string(i);
-    // The kubelet admits the pod (startTime: its GPUs are allocated), then runs it.
+    // Bound and run, then the kubelet's startTime (its GPUs allocated at `started`), as a real
+    // kubelet orders them: a pod with a startTime is on a node, so its price is the node's model.
+    // (startTime first left a window, hit under ASan, where a usage write priced a pod without
+    // a node at the table's default.)
+    RunPod(name, "gpu-" + std::to_string(i));
     ASSERT_TRUE(server_->Patch("pods", "ml", name, fa::PatchType::kMerge,
                                Json{{"status", {{"startTime", started}}}}.dump(), /*status=*/true)
                     .ok());
-    RunPod(name, "gpu-" + std::to_string(i));
   }
   ASSERT_TRUE(server_->Patch("pods", "ml", "usage-a1-1", fa::PatchType::kMerge,
                              Json{{"metadata", {{"annotations", {{"phalanx.io/idle-since", started}}}}}}.dump())
