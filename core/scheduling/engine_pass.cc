@@ -26,6 +26,7 @@ void Engine::Pass(double now, EngineDriver& driver, Scope scope) {
   state_->pass_seq_limit = state_->next_seq;
   backfill_.ReforecastOverdue(now);
   order_.BeginPass(ctx);
+  backfill_.HoldAwaitedPools(ctx);
   order_.Walk(ctx, [&](WaitingGang& w) { TryGang(w, ctx); });
   state_->in_pass = false;
   order_.EndPass(ctx);

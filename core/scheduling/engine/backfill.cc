@@ -67,6 +67,19 @@ HeadPlan Backfill::AwaitingHead(const WaitingGang& w, PassContext& ctx) const {
   return head;
 }
 
+void Backfill::HoldAwaitedPools(PassContext& ctx) const {
+  if (s_->awaiting_gangs == 0) return;
+  for (const OrderKey& order : s_->awaiting_orders) {
+    auto it = s_->by_order.find(order);
+    if (it == s_->by_order.end()) continue;
+    const WaitingGang& w = *it->second;
+    if (w.gone || w.awaiting.empty() || ctx.heads.contains(w.reserve_pool)) continue;
+    const bool victims_gone = std::none_of(w.awaiting.begin(), w.awaiting.end(),
+                                           [&](const GangKey& v) { return s_->running.contains(v); });
+    if (ctx.now < w.awaiting_until || victims_gone) ctx.heads.emplace(w.reserve_pool, AwaitingHead(w, ctx));
+  }
+}
+
 // The head's expected start: replay the pool's running gangs ending in expected-end
 // order onto the nodes' free GPUs until the head's members fit (whole members per node).
 HeadPlan Backfill::PlanHead(const WaitingGang& w, const std::string& pool_name,

@@ -47,6 +47,11 @@ class Backfill {
   // A preemptor waiting for its victims' checkpoints holds their pool's head; nothing
   // preemptible may backfill there (it would only be evicted again when the victims stop).
   HeadPlan AwaitingHead(const WaitingGang& w, PassContext& ctx) const;
+  // Before the walk: each preemptor still waiting for its victims (or whose victims are
+  // gone, so it starts when walked) holds their pool from the pass's start, the first in
+  // order per pool. Held only from its own step of the walk, the GPUs its victims freed went
+  // to any gang walked before it (an older gang of its tier that did not preempt).
+  void HoldAwaitedPools(PassContext& ctx) const;
   // How `admission` of `g` may start against the head of the pool it landed in (kFits
   // when that pool has no head or `g` is it); nullopt: it would delay the head.
   std::optional<AdmitKind> KindOf(const GangRequest& g, const Admission& admission,

@@ -112,5 +112,39 @@ TEST_F(EngineEvictionTest, APreemptorFoundRunningElsewhereStopsWaiting) {
   EXPECT_FALSE(engine_.IsEvicting(GangKey("spot")));
 }
 
+// The GPUs a graceful victim frees are its preemptor's from the pass's start, not only
+// from its own step of the walk (docs/algorithms.md §8.4). An older high gang (A) that
+// expects its GPUs within its target waits without preempting; a younger one (B), behind
+// it, evicts the spot gang. When the victim stops, A is walked first and used to take the
+// node B paid for (B then waited for the standard gang's end too).
+TEST(EngineAwaitedPoolTest, GpusFreedForAPreemptorAreNotTakenByAGangWalkedBeforeIt) {
+  FakeDriver driver;
+  testing::AddRack(driver.mutable_state(), "n", 2, "r0");
+  driver.graceful_notice = 120;
+  Engine engine{Policy()};
+  ASSERT_TRUE(engine.Enqueue(Gang("standard", 1, 8, testing::kStandard, 0, 300)).ok());
+  ASSERT_TRUE(engine.Enqueue(Gang("spot", 1, 8, kSpot, 0, 100000, true)).ok());
+  engine.Pass(0, driver);
+  driver.risk["spot"] = 40000;  // graceful is cheaper than losing it
+  ASSERT_TRUE(engine.Enqueue(Gang("A", 1, 8, kHigh, 10, 100)).ok());
+  engine.Pass(10, driver);
+  ASSERT_TRUE(driver.evicted.empty()) << "A expects the standard gang's node at 300: within its 600 s target";
+  ASSERT_TRUE(engine.Enqueue(Gang("B", 1, 8, kHigh, 20, 100)).ok());
+  engine.Pass(20, driver);
+  ASSERT_EQ(driver.evicted, std::vector<std::string>{"spot"});
+  ASSERT_EQ(engine.awaiting_victims(), 1);
+  driver.Release(GangKey("spot"));
+  engine.OnFinished(GangKey("spot"));
+  engine.Pass(140, driver);
+  EXPECT_TRUE(engine.IsRunning(GangKey("B")));
+  EXPECT_FALSE(engine.IsRunning(GangKey("A"))) << "A would end after B's start: it waits for the standard node";
+  EXPECT_EQ(engine.awaiting_victims(), 0);
+  driver.Release(GangKey("standard"));
+  engine.OnFinished(GangKey("standard"));
+  engine.Pass(300, driver);
+  EXPECT_TRUE(engine.IsRunning(GangKey("A")));
+  EXPECT_EQ(driver.evicted, std::vector<std::string>{"spot"});
+}
+
 }  // namespace
 }  // namespace phalanx::scheduling
