@@ -34,37 +34,86 @@ bool RankedBefore(const Candidate& a, const Candidate& b, VictimRank rank) {
          std::tie(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
 }
 
-// The candidates in rank order, sorted only as far as the search reads them: a scope's
-// greedy pass stops once the preemptor fits, usually after a few of ~170. The order is
-// total (keys differ), so the prefix is exactly what a full sort gives.
+// The first two terms of the rank, which the caller gives: the order up to ties that the
+// GPUs held (found in the state) and the key break.
+bool PriceBefore(const VictimGang& a, const VictimGang& b, VictimRank rank) {
+  if (rank == VictimRank::kCost) return std::tie(a.rank_class, a.cost) < std::tie(b.rank_class, b.cost);
+  return std::tie(a.priority, a.gpu_seconds_at_risk) < std::tie(b.priority, b.gpu_seconds_at_risk);
+}
+
+// The candidates that hold GPUs in the state, in rank order, sorted and looked up in the
+// state only as far as the search reads them: a scope's greedy pass stops once the
+// preemptor fits, usually after a few of ~170. Candidates come off a heap by their price
+// a group of equal prices at a time; a group's allocations are found then (a hash lookup
+// per pod) and the group ordered by the rest of the rank. The order is total (keys
+// differ), so the prefix is exactly what finding every candidate's pods and a full sort
+// give.
 class RankedCandidates {
  public:
-  RankedCandidates(std::vector<Candidate> all, VictimRank rank, size_t limit)
-      : rest_(std::move(all)), rank_(rank), limit_(std::min(limit, rest_.size())) {
-    sorted_.reserve(limit_);  // never reallocated: the search keeps pointers into it
+  RankedCandidates(const ClusterState& state, std::span<const VictimGang> gangs, int below_priority, VictimRank rank,
+                   size_t limit)
+      : state_(state), rank_(rank), limit_(limit) {
+    size_t pods = 0;
+    for (size_t i = 0; i < gangs.size(); ++i) {
+      if (gangs[i].priority >= below_priority) continue;
+      rest_.push_back(Pending{static_cast<int>(i), &gangs[i]});
+      pods += gangs[i].pods.size();
+    }
+    // Never reallocated: candidates view their allocations here, the search keeps
+    // pointers into sorted_.
+    held_.reserve(pods);
+    sorted_.reserve(std::min(limit_, rest_.size()));
     std::make_heap(rest_.begin(), rest_.end(), After());
   }
   // The i-th in rank order; nullptr past the last kept one.
   const Candidate* at(size_t i) {
-    while (sorted_.size() <= i && sorted_.size() < limit_) {
-      std::pop_heap(rest_.begin(), rest_.end(), After());
-      sorted_.push_back(rest_.back());
-      rest_.pop_back();
-    }
+    while (sorted_.size() <= i && sorted_.size() < limit_ && !rest_.empty()) TakeGroup();
     return i < sorted_.size() ? &sorted_[i] : nullptr;
   }
 
  private:
-  // The heap's top is its least element.
+  struct Pending {
+    int index;  // into request.candidates
+    const VictimGang* gang;
+  };
+  // The heap's top has the least price.
   struct Later {
     VictimRank rank;
-    bool operator()(const Candidate& a, const Candidate& b) const { return RankedBefore(b, a, rank); }
+    bool operator()(const Pending& a, const Pending& b) const { return PriceBefore(*b.gang, *a.gang, rank); }
   };
   Later After() const { return Later{rank_}; }
-  std::vector<Candidate> rest_;
-  std::vector<Candidate> sorted_;
+
+  // Moves the candidates of the least price that hold GPUs to sorted_, in rank order.
+  void TakeGroup() {
+    const size_t first = sorted_.size();
+    const VictimGang* price = rest_.front().gang;
+    while (!rest_.empty() && !PriceBefore(*price, *rest_.front().gang, rank_)) {
+      std::pop_heap(rest_.begin(), rest_.end(), After());
+      const Pending p = rest_.back();
+      rest_.pop_back();
+      Candidate c{p.index, p.gang, {}, 0};
+      const size_t from = held_.size();
+      for (const PodUid& uid : p.gang->pods) {
+        if (const PodAllocation* a = state_.FindPod(uid)) {
+          held_.push_back(a);
+          c.gpus += a->milli >= kMilliPerGpu ? std::popcount(a->gpus) : 0;
+        }
+      }
+      if (held_.size() == from) continue;  // holds nothing: not a candidate
+      c.pods = std::span<const PodAllocation* const>(held_).subspan(from, held_.size() - from);
+      sorted_.push_back(c);
+    }
+    std::sort(sorted_.begin() + static_cast<std::ptrdiff_t>(first), sorted_.end(),
+              [&](const Candidate& a, const Candidate& b) { return RankedBefore(a, b, rank_); });
+    if (sorted_.size() > limit_) sorted_.resize(limit_);
+  }
+
+  const ClusterState& state_;
   VictimRank rank_;
   size_t limit_;
+  std::vector<Pending> rest_;
+  std::vector<const PodAllocation*> held_;  // every taken candidate's allocations
+  std::vector<Candidate> sorted_;
 };
 
 // Where the preemptor must fit: a pool, or one domain of a level within a pool.
@@ -174,34 +223,14 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
     return result;
   }
 
-  // Strictly lower tiers that hold something, ranked (tier, lost work, size).
-  std::vector<const PodAllocation*> held;  // every candidate's allocations, in candidate order
-  std::vector<std::pair<size_t, size_t>> spans;  // per candidate: [first, last) in `held`
-  std::vector<Candidate> all;
-  for (size_t i = 0; i < req.candidates.size(); ++i) {
-    const VictimGang& v = req.candidates[i];
-    if (v.priority >= req.priority) continue;
-    Candidate c{static_cast<int>(i), &v, {}, 0};
-    const size_t first = held.size();
-    for (const PodUid& uid : v.pods) {
-      if (const PodAllocation* p = state.FindPod(uid)) {
-        held.push_back(p);
-        c.gpus += p->milli >= kMilliPerGpu ? std::popcount(p->gpus) : 0;
-      }
-    }
-    if (held.size() == first) continue;
-    all.push_back(c);
-    spans.emplace_back(first, held.size());
-  }
-  for (size_t i = 0; i < all.size(); ++i) {
-    all[i].pods = std::span<const PodAllocation* const>(held).subspan(spans[i].first, spans[i].second - spans[i].first);
-  }
-  if (all.empty() || req.limits.max_candidates <= 0) {
+  // Strictly lower tiers that hold something, ranked (tier, lost work, size); at most
+  // max_candidates, the lowest-ranked.
+  RankedCandidates cands(state, req.candidates, req.priority, req.rank,
+                         static_cast<size_t>(std::max(req.limits.max_candidates, 0)));
+  if (cands.at(0) == nullptr) {
     result.none = NoVictimSet{NoVictimReason::kNoLowerPriorityVictims, std::nullopt};
     return result;
   }
-  // At most max_candidates, the lowest-ranked.
-  RankedCandidates cands(std::move(all), req.rank, static_cast<size_t>(req.limits.max_candidates));
 
   const FreeView view(state, req.own_plan, {});
   const int g = spec.gpus_per_member;

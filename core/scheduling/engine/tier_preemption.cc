@@ -184,7 +184,7 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
     f.gpus = r->req.IsShare() ? 1 : r->req.Gpus();
     f.pods = (c == nullptr || c->pods.empty()) && records[i] != nullptr ? std::span<const PodUid>(records[i]->pods)
                                                                         : std::span<const PodUid>(c->pods);
-    const EngineDriver::PriceTerms terms = driver.PriceTermsOf(key);
+    const EngineDriver::PriceTerms terms = driver.PriceTermsOf(r->req);
     f.gpu_seconds_at_risk = terms.gpu_seconds_at_risk;
     f.notice_s = terms.notice_s;
     // Asked only where it matters: the driver reads pod annotations to answer.
