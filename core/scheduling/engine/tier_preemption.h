@@ -97,13 +97,15 @@ class TierPreemption {
   // What ExpectedWaitForFootprint finds the same for every victim of one pool in one search.
   struct FootprintMemo {
     std::optional<std::string> pool;  // nullopt: nothing yet (a copy: a described victim goes)
+    ReleaseForecast::Pool releases;     // its forecast
     int free = 0;                       // the pool's free GPUs
     int released_by_back = 0;           // released by the time the preemptor ends
     bool nobody_else_waits = false;
   };
-  // How long a victim, re-queued, would wait to get its GPUs back.
-  double ExpectedWaitForFootprint(const RunningGang& victim, const GangRequest& preemptor, PassContext& ctx,
-                                  FootprintMemo& memo) const;
+  // How long a victim, re-queued, would wait to get its GPUs back. `tracked`: a gang the
+  // engine runs (the forecast holds it at its expected end).
+  double ExpectedWaitForFootprint(const RunningGang& victim, bool tracked, const GangRequest& preemptor,
+                                  PassContext& ctx, FootprintMemo& memo) const;
 
   PreemptionStanding StandingOf(const std::deque<double>* history, int priority, double started, double now) const;
 
