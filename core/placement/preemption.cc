@@ -1,6 +1,7 @@
 #include "core/placement/preemption.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <limits>
 #include <tuple>
@@ -184,6 +185,80 @@ class ScopeGain {
   std::unordered_map<uint64_t, int> released_milli_;  // shares only
 };
 
+// Minimisation's capacity test for a set of whole-GPU victims: what ScopeGain counts for
+// the set, kept per node as how many of the set's victims free each GPU, so that leaving
+// one out touches only its own nodes (O(|set| x pods) for the whole minimisation instead of
+// rebuilding a ScopeGain per step, O(|set|^2 x pods)). Shares are left to ScopeGain: a
+// shared GPU comes free only once every share on it goes.
+class SetGain {
+ public:
+  SetGain(const FreeView& view, const ScopeGain& scope, int g, std::vector<int>& slots)
+      : view_(view), scope_(scope), g_(g), slots_(slots) {}
+  ~SetGain() {
+    for (const Node& n : nodes_) slots_[static_cast<size_t>(n.node)] = -1;
+  }
+  SetGain(const SetGain&) = delete;
+  SetGain& operator=(const SetGain&) = delete;
+
+  static bool Whole(const Candidate& c) {
+    return std::all_of(c.pods.begin(), c.pods.end(), [](const PodAllocation* p) { return p->milli >= kMilliPerGpu; });
+  }
+  void Add(const Candidate& c) { members_ += Change(c, 1); }
+  // Leaves `c` out when the rest still gain `needed` members; whether it did.
+  bool DropIfEnough(const Candidate& c, int needed) {
+    const int lost = Change(c, -1);
+    if (members_ + lost >= needed) {
+      members_ += lost;
+      return true;
+    }
+    Change(c, 1);
+    return false;
+  }
+
+ private:
+  struct Node {
+    NodeIndex node;
+    GpuMask base;
+    GpuMask extra = 0;
+    std::array<uint16_t, kMaxGpusPerNode> freeing{};  // per GPU: victims of the set that free it
+  };
+  // Adds (+1) or removes (-1) c's GPUs; the members gained (lost: negative).
+  int Change(const Candidate& c, int sign) {
+    int delta = 0;
+    for (const PodAllocation* p : c.pods) {
+      if (!scope_.InScope(p->node)) continue;
+      const GpuMask freed = FreedBy(view_.state(), *p, 0);
+      if (!freed) continue;
+      int& slot = slots_[static_cast<size_t>(p->node)];
+      if (slot < 0) {
+        slot = static_cast<int>(nodes_.size());
+        nodes_.push_back(Node{p->node, view_.Free(p->node)});
+      }
+      Node& n = nodes_[static_cast<size_t>(slot)];
+      const int before = std::popcount(n.base | n.extra) / g_;
+      for (GpuMask m = freed; m != 0; m &= m - 1) {
+        const int gpu = std::countr_zero(m);
+        uint16_t& count = n.freeing[static_cast<size_t>(gpu)];
+        count = static_cast<uint16_t>(count + sign);
+        if (count == 0) {
+          n.extra &= ~(GpuMask{1} << gpu);
+        } else {
+          n.extra |= GpuMask{1} << gpu;
+        }
+      }
+      delta += std::popcount(n.base | n.extra) / g_ - before;
+    }
+    return delta;
+  }
+
+  const FreeView& view_;
+  const ScopeGain& scope_;
+  int g_;
+  int members_ = 0;
+  std::vector<int>& slots_;
+  std::vector<Node> nodes_;
+};
+
 // Lower is better: highest tier evicted, lost work (or total cost), GPUs, victims.
 auto SetRank(const std::vector<const Candidate*>& set, VictimRank rank) {
   int top = std::numeric_limits<int>::min(), gpus = 0;
@@ -273,12 +348,22 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
     if (scope.base_members + gain.members() < spec.members) continue;
     gain.Clear();
     // Minimise: drop the most expensive victims first while the rest still suffice.
-    for (size_t i = set.size(); i-- > 0;) {
-      without.assign(set.begin(), set.end());
-      without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
-      gain.Clear();
-      for (const Candidate* c : without) gain.Add(*c);
-      if (scope.base_members + gain.members() >= spec.members) set.swap(without);
+    if (std::all_of(set.begin(), set.end(), [](const Candidate* c) { return SetGain::Whole(*c); })) {
+      SetGain cover(view, gain, g, slots);
+      for (const Candidate* c : set) cover.Add(*c);
+      for (size_t i = set.size(); i-- > 0;) {
+        if (cover.DropIfEnough(*set[i], spec.members - scope.base_members)) {
+          set.erase(set.begin() + static_cast<std::ptrdiff_t>(i));
+        }
+      }
+    } else {
+      for (size_t i = set.size(); i-- > 0;) {
+        without.assign(set.begin(), set.end());
+        without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+        gain.Clear();
+        for (const Candidate* c : without) gain.Add(*c);
+        if (scope.base_members + gain.members() >= spec.members) set.swap(without);
+      }
     }
     if (!best_set || SetRank(set, req.rank) < SetRank(*best_set, req.rank)) {
       best_set = std::move(set);
