@@ -29,14 +29,14 @@ PreemptionStanding TierPreemption::StandingOf(const RunningGang& r, double now) 
     r.history = it == preempted_at_.end() ? nullptr : &it->second;
     r.history_version = history_version_;
   }
-  return StandingOf(r.history, r.req.priority, r.started, now);
+  return StandingOf(r.history, r.req.priority, r.started, now, /*named=*/false);
 }
 
 PreemptionStanding TierPreemption::StandingOf(const std::deque<double>* history, int priority, double started,
-                                              double now) const {
+                                              double now, bool named) const {
   const TierPolicy& tier = s_->policy.TierOf(priority);
   PreemptionStanding s;
-  s.tier = tier.name;
+  if (named) s.tier = tier.name;
   s.max_per_day = tier.max_preemptions_per_day;
   s.min_run_s = tier.min_run_s;
   if (tier.max_preemptions_per_day == 0) {

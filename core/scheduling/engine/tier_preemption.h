@@ -52,7 +52,8 @@ class TierPreemption {
   // now, and until when not.
   PreemptionStanding StandingOf(const std::string& job, int priority, double started, double now) const;
   // The same for a gang the engine runs, its job's history found once per change of any
-  // history (RunningGang::history): every search asks it of ~170 candidates.
+  // history (RunningGang::history), without the tier's name (words for `explain`): every
+  // search asks it of ~170 candidates.
   PreemptionStanding StandingOf(const RunningGang& r, double now) const;
   int PreemptionsInDay(const std::string& job, double now) const;
   void Record(const std::string& job, double now);
@@ -107,7 +108,8 @@ class TierPreemption {
   double ExpectedWaitForFootprint(const RunningGang& victim, bool tracked, const GangRequest& preemptor,
                                   PassContext& ctx, FootprintMemo& memo) const;
 
-  PreemptionStanding StandingOf(const std::deque<double>* history, int priority, double started, double now) const;
+  PreemptionStanding StandingOf(const std::deque<double>* history, int priority, double started, double now,
+                                bool named = true) const;
 
   EngineState* s_;  // the Engine's
   std::unordered_map<std::string, std::deque<double>> preempted_at_;  // job -> times
