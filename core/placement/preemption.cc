@@ -54,6 +54,7 @@ class RankedCandidates {
   RankedCandidates(const ClusterState& state, std::span<const VictimGang> gangs, int below_priority, VictimRank rank,
                    size_t limit)
       : state_(state), rank_(rank), limit_(limit) {
+    rest_.reserve(gangs.size());
     size_t pods = 0;
     for (size_t i = 0; i < gangs.size(); ++i) {
       if (gangs[i].priority >= below_priority) continue;

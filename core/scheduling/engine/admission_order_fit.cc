@@ -13,6 +13,8 @@
 // these only change at a walked gang, so the shapes are classified once per walked gang.
 #include <algorithm>
 #include <climits>
+#include <span>
+#include <vector>
 
 #include "core/scheduling/engine/admission_order.h"
 #include "core/scheduling/engine/pass_context.h"
@@ -259,9 +261,12 @@ std::optional<OrderKey> AdmissionOrder::SkipFitRun(const WaitingGang& at, PassCo
     // skipped for want of quota room (SkippedWhy) carry over to this pass.
     const auto t = static_cast<size_t>(team);
     if (t < skipped_before_.size() && skipped_before_[t].pass + 1 == s_->stats.passes) {
-      for (const SkippedRun& r : skipped_before_[t].runs) {
+      // The runs are in queue order and disjoint: those that end by `at` are a prefix.
+      const std::vector<SkippedRun>& before = skipped_before_[t].runs;
+      auto first = std::partition_point(before.begin(), before.end(),
+                                        [&](const SkippedRun& r) { return !r.to_end && !(at.order < r.to); });
+      for (const SkippedRun& r : std::span<const SkippedRun>(first, before.end())) {
         if (next && !(r.from < *next)) break;
-        if (!r.to_end && !(at.order < r.to)) continue;
         SkippedRun copy = r;
         copy.from = std::max(r.from, at.order);
         if (next && (r.to_end || *next < r.to)) {

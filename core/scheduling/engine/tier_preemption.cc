@@ -146,11 +146,13 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
   FootprintMemo memo;
   facts.reserve(records.size());
   index.reserve(records.size());
+  // A description of a candidate the engine does not run (made when one is, outside the
+  // loop: declared in it, the empty optional cleared a whole RunningGang per candidate).
+  std::optional<RunningGang> described;
   for (size_t i = 0; i < records.size(); ++i) {
     // No candidates: the engine's own records, nothing more to say about them.
     const VictimCandidate* c = candidates.empty() ? nullptr : &candidates[i];
     // The engine's record of a gang it runs; a description of anything else.
-    std::optional<RunningGang> described;
     const RunningGang* r = records[i];
     if (r == nullptr) {
       RunningGang& outside = described.emplace();
