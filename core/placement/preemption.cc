@@ -1,6 +1,7 @@
 #include "core/placement/preemption.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <limits>
 #include <tuple>
@@ -34,37 +35,87 @@ bool RankedBefore(const Candidate& a, const Candidate& b, VictimRank rank) {
          std::tie(b.gang->priority, b.gang->gpu_seconds_at_risk, b.gpus, b.gang->key);
 }
 
-// The candidates in rank order, sorted only as far as the search reads them: a scope's
-// greedy pass stops once the preemptor fits, usually after a few of ~170. The order is
-// total (keys differ), so the prefix is exactly what a full sort gives.
+// The first two terms of the rank, which the caller gives: the order up to ties that the
+// GPUs held (found in the state) and the key break.
+bool PriceBefore(const VictimGang& a, const VictimGang& b, VictimRank rank) {
+  if (rank == VictimRank::kCost) return std::tie(a.rank_class, a.cost) < std::tie(b.rank_class, b.cost);
+  return std::tie(a.priority, a.gpu_seconds_at_risk) < std::tie(b.priority, b.gpu_seconds_at_risk);
+}
+
+// The candidates that hold GPUs in the state, in rank order, sorted and looked up in the
+// state only as far as the search reads them: a scope's greedy pass stops once the
+// preemptor fits, usually after a few of ~170. Candidates come off a heap by their price
+// a group of equal prices at a time; a group's allocations are found then (a hash lookup
+// per pod) and the group ordered by the rest of the rank. The order is total (keys
+// differ), so the prefix is exactly what finding every candidate's pods and a full sort
+// give.
 class RankedCandidates {
  public:
-  RankedCandidates(std::vector<Candidate> all, VictimRank rank, size_t limit)
-      : rest_(std::move(all)), rank_(rank), limit_(std::min(limit, rest_.size())) {
-    sorted_.reserve(limit_);  // never reallocated: the search keeps pointers into it
+  RankedCandidates(const ClusterState& state, std::span<const VictimGang> gangs, int below_priority, VictimRank rank,
+                   size_t limit)
+      : state_(state), rank_(rank), limit_(limit) {
+    rest_.reserve(gangs.size());
+    size_t pods = 0;
+    for (size_t i = 0; i < gangs.size(); ++i) {
+      if (gangs[i].priority >= below_priority) continue;
+      rest_.push_back(Pending{static_cast<int>(i), &gangs[i]});
+      pods += gangs[i].pods.size();
+    }
+    // Never reallocated: candidates view their allocations here, the search keeps
+    // pointers into sorted_.
+    held_.reserve(pods);
+    sorted_.reserve(std::min(limit_, rest_.size()));
     std::make_heap(rest_.begin(), rest_.end(), After());
   }
   // The i-th in rank order; nullptr past the last kept one.
   const Candidate* at(size_t i) {
-    while (sorted_.size() <= i && sorted_.size() < limit_) {
-      std::pop_heap(rest_.begin(), rest_.end(), After());
-      sorted_.push_back(rest_.back());
-      rest_.pop_back();
-    }
+    while (sorted_.size() <= i && sorted_.size() < limit_ && !rest_.empty()) TakeGroup();
     return i < sorted_.size() ? &sorted_[i] : nullptr;
   }
 
  private:
-  // The heap's top is its least element.
+  struct Pending {
+    int index;  // into request.candidates
+    const VictimGang* gang;
+  };
+  // The heap's top has the least price.
   struct Later {
     VictimRank rank;
-    bool operator()(const Candidate& a, const Candidate& b) const { return RankedBefore(b, a, rank); }
+    bool operator()(const Pending& a, const Pending& b) const { return PriceBefore(*b.gang, *a.gang, rank); }
   };
   Later After() const { return Later{rank_}; }
-  std::vector<Candidate> rest_;
-  std::vector<Candidate> sorted_;
+
+  // Moves the candidates of the least price that hold GPUs to sorted_, in rank order.
+  void TakeGroup() {
+    const size_t first = sorted_.size();
+    const VictimGang* price = rest_.front().gang;
+    while (!rest_.empty() && !PriceBefore(*price, *rest_.front().gang, rank_)) {
+      std::pop_heap(rest_.begin(), rest_.end(), After());
+      const Pending p = rest_.back();
+      rest_.pop_back();
+      Candidate c{p.index, p.gang, {}, 0};
+      const size_t from = held_.size();
+      for (const PodUid& uid : p.gang->pods) {
+        if (const PodAllocation* a = state_.FindPod(uid)) {
+          held_.push_back(a);
+          c.gpus += a->milli >= kMilliPerGpu ? std::popcount(a->gpus) : 0;
+        }
+      }
+      if (held_.size() == from) continue;  // holds nothing: not a candidate
+      c.pods = std::span<const PodAllocation* const>(held_).subspan(from, held_.size() - from);
+      sorted_.push_back(c);
+    }
+    std::sort(sorted_.begin() + static_cast<std::ptrdiff_t>(first), sorted_.end(),
+              [&](const Candidate& a, const Candidate& b) { return RankedBefore(a, b, rank_); });
+    if (sorted_.size() > limit_) sorted_.resize(limit_);
+  }
+
+  const ClusterState& state_;
   VictimRank rank_;
   size_t limit_;
+  std::vector<Pending> rest_;
+  std::vector<const PodAllocation*> held_;  // every taken candidate's allocations
+  std::vector<Candidate> sorted_;
 };
 
 // Where the preemptor must fit: a pool, or one domain of a level within a pool.
@@ -135,6 +186,80 @@ class ScopeGain {
   std::unordered_map<uint64_t, int> released_milli_;  // shares only
 };
 
+// Minimisation's capacity test for a set of whole-GPU victims: what ScopeGain counts for
+// the set, kept per node as how many of the set's victims free each GPU, so that leaving
+// one out touches only its own nodes (O(|set| x pods) for the whole minimisation instead of
+// rebuilding a ScopeGain per step, O(|set|^2 x pods)). Shares are left to ScopeGain: a
+// shared GPU comes free only once every share on it goes.
+class SetGain {
+ public:
+  SetGain(const FreeView& view, const ScopeGain& scope, int g, std::vector<int>& slots)
+      : view_(view), scope_(scope), g_(g), slots_(slots) {}
+  ~SetGain() {
+    for (const Node& n : nodes_) slots_[static_cast<size_t>(n.node)] = -1;
+  }
+  SetGain(const SetGain&) = delete;
+  SetGain& operator=(const SetGain&) = delete;
+
+  static bool Whole(const Candidate& c) {
+    return std::all_of(c.pods.begin(), c.pods.end(), [](const PodAllocation* p) { return p->milli >= kMilliPerGpu; });
+  }
+  void Add(const Candidate& c) { members_ += Change(c, 1); }
+  // Leaves `c` out when the rest still gain `needed` members; whether it did.
+  bool DropIfEnough(const Candidate& c, int needed) {
+    const int lost = Change(c, -1);
+    if (members_ + lost >= needed) {
+      members_ += lost;
+      return true;
+    }
+    Change(c, 1);
+    return false;
+  }
+
+ private:
+  struct Node {
+    NodeIndex node;
+    GpuMask base;
+    GpuMask extra = 0;
+    std::array<uint16_t, kMaxGpusPerNode> freeing{};  // per GPU: victims of the set that free it
+  };
+  // Adds (+1) or removes (-1) c's GPUs; the members gained (lost: negative).
+  int Change(const Candidate& c, int sign) {
+    int delta = 0;
+    for (const PodAllocation* p : c.pods) {
+      if (!scope_.InScope(p->node)) continue;
+      const GpuMask freed = FreedBy(view_.state(), *p, 0);
+      if (!freed) continue;
+      int& slot = slots_[static_cast<size_t>(p->node)];
+      if (slot < 0) {
+        slot = static_cast<int>(nodes_.size());
+        nodes_.push_back(Node{p->node, view_.Free(p->node)});
+      }
+      Node& n = nodes_[static_cast<size_t>(slot)];
+      const int before = std::popcount(n.base | n.extra) / g_;
+      for (GpuMask m = freed; m != 0; m &= m - 1) {
+        const int gpu = std::countr_zero(m);
+        uint16_t& count = n.freeing[static_cast<size_t>(gpu)];
+        count = static_cast<uint16_t>(count + sign);
+        if (count == 0) {
+          n.extra &= ~(GpuMask{1} << gpu);
+        } else {
+          n.extra |= GpuMask{1} << gpu;
+        }
+      }
+      delta += std::popcount(n.base | n.extra) / g_ - before;
+    }
+    return delta;
+  }
+
+  const FreeView& view_;
+  const ScopeGain& scope_;
+  int g_;
+  int members_ = 0;
+  std::vector<int>& slots_;
+  std::vector<Node> nodes_;
+};
+
 // Lower is better: highest tier evicted, lost work (or total cost), GPUs, victims.
 auto SetRank(const std::vector<const Candidate*>& set, VictimRank rank) {
   int top = std::numeric_limits<int>::min(), gpus = 0;
@@ -174,34 +299,14 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
     return result;
   }
 
-  // Strictly lower tiers that hold something, ranked (tier, lost work, size).
-  std::vector<const PodAllocation*> held;  // every candidate's allocations, in candidate order
-  std::vector<std::pair<size_t, size_t>> spans;  // per candidate: [first, last) in `held`
-  std::vector<Candidate> all;
-  for (size_t i = 0; i < req.candidates.size(); ++i) {
-    const VictimGang& v = req.candidates[i];
-    if (v.priority >= req.priority) continue;
-    Candidate c{static_cast<int>(i), &v, {}, 0};
-    const size_t first = held.size();
-    for (const PodUid& uid : v.pods) {
-      if (const PodAllocation* p = state.FindPod(uid)) {
-        held.push_back(p);
-        c.gpus += p->milli >= kMilliPerGpu ? std::popcount(p->gpus) : 0;
-      }
-    }
-    if (held.size() == first) continue;
-    all.push_back(c);
-    spans.emplace_back(first, held.size());
-  }
-  for (size_t i = 0; i < all.size(); ++i) {
-    all[i].pods = std::span<const PodAllocation* const>(held).subspan(spans[i].first, spans[i].second - spans[i].first);
-  }
-  if (all.empty() || req.limits.max_candidates <= 0) {
+  // Strictly lower tiers that hold something, ranked (tier, lost work, size); at most
+  // max_candidates, the lowest-ranked.
+  RankedCandidates cands(state, req.candidates, req.priority, req.rank,
+                         static_cast<size_t>(std::max(req.limits.max_candidates, 0)));
+  if (cands.at(0) == nullptr) {
     result.none = NoVictimSet{NoVictimReason::kNoLowerPriorityVictims, std::nullopt};
     return result;
   }
-  // At most max_candidates, the lowest-ranked.
-  RankedCandidates cands(std::move(all), req.rank, static_cast<size_t>(req.limits.max_candidates));
 
   const FreeView view(state, req.own_plan, {});
   const int g = spec.gpus_per_member;
@@ -244,12 +349,22 @@ Result<PreemptionResult> ChoosePreemption(const ClusterState& state, const Preem
     if (scope.base_members + gain.members() < spec.members) continue;
     gain.Clear();
     // Minimise: drop the most expensive victims first while the rest still suffice.
-    for (size_t i = set.size(); i-- > 0;) {
-      without.assign(set.begin(), set.end());
-      without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
-      gain.Clear();
-      for (const Candidate* c : without) gain.Add(*c);
-      if (scope.base_members + gain.members() >= spec.members) set.swap(without);
+    if (std::all_of(set.begin(), set.end(), [](const Candidate* c) { return SetGain::Whole(*c); })) {
+      SetGain cover(view, gain, g, slots);
+      for (const Candidate* c : set) cover.Add(*c);
+      for (size_t i = set.size(); i-- > 0;) {
+        if (cover.DropIfEnough(*set[i], spec.members - scope.base_members)) {
+          set.erase(set.begin() + static_cast<std::ptrdiff_t>(i));
+        }
+      }
+    } else {
+      for (size_t i = set.size(); i-- > 0;) {
+        without.assign(set.begin(), set.end());
+        without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+        gain.Clear();
+        for (const Candidate* c : without) gain.Add(*c);
+        if (scope.base_members + gain.members() >= spec.members) set.swap(without);
+      }
     }
     if (!best_set || SetRank(set, req.rank) < SetRank(*best_set, req.rank)) {
       best_set = std::move(set);

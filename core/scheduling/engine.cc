@@ -22,6 +22,7 @@ Status Engine::SetQueues(QueueConfig queues) {
   order_.BeforeQueuesChange();
   state_->ledger = QueueLedger(std::move(queues));
   state_->by_queue.clear();
+  for (auto& [seq, e] : state_->entries) e.in_queue.reset();
   reclaim_.Reset();
   for (auto& [key, w] : state_->waiting) {
     w->ledger_pool = -1;  // indexes of the old ledger
@@ -34,7 +35,8 @@ Status Engine::SetQueues(QueueConfig queues) {
   }
   for (auto& [key, w] : state_->waiting) {
     w->team = state_->ledger.ResolveIndex(w->req.queue);
-    state_->by_queue[state_->ledger.QueueName(w->team)].emplace(w->order, w.get());
+    state_->entries[std::get<2>(w->order)].in_queue =
+        state_->by_queue[state_->ledger.QueueName(w->team)].emplace(w->order, w.get()).first;
     order_.Reindex(*w);
   }
   for (auto& [key, r] : state_->running) {
@@ -99,12 +101,13 @@ Status Engine::Enqueue(GangRequest g) {
   const GangKey key = g.key;
   auto w = std::make_unique<WaitingGang>();
   WaitingGang* ptr = w.get();
+  EngineState::IndexEntries& entries = state_->entries[std::get<2>(order)];
   if (state_->ledger.enabled()) {
     w->team = state_->ledger.ResolveIndex(g.queue);
-    state_->by_queue[state_->ledger.QueueName(w->team)].emplace(order, ptr);
+    entries.in_queue = state_->by_queue[state_->ledger.QueueName(w->team)].emplace(order, ptr).first;
   }
   state_->by_pool[g.pool].emplace(order, ptr);
-  state_->by_order.emplace(order, ptr);
+  entries.in_order = state_->by_order.emplace(order, ptr).first;
   w->req = std::move(g);
   w->order = order;
   order_.OnQueued(*ptr);
@@ -145,6 +148,7 @@ void Engine::Unindex(const WaitingGang& w) {
     if (q->second.empty()) state_->by_pool.erase(q);
   }
   state_->by_order.erase(w.order);
+  state_->entries.erase(std::get<2>(w.order));
   if (w.team >= 0) {
     if (auto t = state_->by_queue.find(state_->ledger.QueueName(w.team)); t != state_->by_queue.end()) {
       t->second.erase(w.order);

@@ -33,6 +33,10 @@ struct GangRequest {
   double submitted = 0;                 // first submission (engine seconds)
   std::optional<double> duration_hint_s;  // expected run time once started
   bool checkpoints = false;             // saves progress (may be preemptible backfill)
+  // The driver's own handle for the gang (the simulator's job id), opaque to the engine:
+  // handed back with the request (EngineDriver::PriceTermsOf) so that the driver need not
+  // find the gang by its key. -1: none.
+  int64_t driver_tag = -1;
 
   int Gpus() const { return members * gpus_per_member; }
   bool IsShare() const { return milli < placement::kMilliPerGpu; }
@@ -87,15 +91,16 @@ class EngineDriver {
   // Seconds it needs to checkpoint on notice (TrainingJob checkpoint.flushSeconds); 0 =
   // it cannot, only immediate eviction.
   virtual double NoticeSeconds(const GangKey& /*running*/) const { return 0; }
-  // Both of the above: the cost rule asks them of every candidate of every search (~170
-  // per search on the Philly replay), so a driver that finds a gang by its key once
-  // answers both from one lookup. Must equal {GpuSecondsAtRisk, NoticeSeconds}.
+  // Both of the above for the running gang queued as `running`: the cost rule asks them
+  // of every candidate of every search (~170 per search on the Philly replay), so a driver
+  // answers both from one lookup, or none by its GangRequest::driver_tag. Must equal
+  // {GpuSecondsAtRisk, NoticeSeconds} of running.key.
   struct PriceTerms {
     double gpu_seconds_at_risk = 0;
     double notice_s = 0;
   };
-  virtual PriceTerms PriceTermsOf(const GangKey& running) const {
-    return {GpuSecondsAtRisk(running), NoticeSeconds(running)};
+  virtual PriceTerms PriceTermsOf(const GangRequest& running) const {
+    return {GpuSecondsAtRisk(running.key), NoticeSeconds(running.key)};
   }
   // Whether every member of a running gang is idle (the device plugin's
   // phalanx.io/idle-since on each pod). Asked only for victims whose tier sets

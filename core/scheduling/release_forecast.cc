@@ -93,19 +93,49 @@ ReleaseForecast::Shadow ReleaseForecast::When(const std::string& pool, int need,
   return WhenCut(*index, need, free_now, now, cut, minus);
 }
 
-ReleaseForecast::Shadow ReleaseForecast::When(const std::string& pool, int need, int free_now, double now,
-                                              const GangKey& without, double without_end) const {
+ReleaseForecast::Pool ReleaseForecast::PoolOf(const std::string& pool) const {
+  Pool p;
+  p.index_ = Index(pool);
+  return p;
+}
+
+ReleaseForecast::Shadow ReleaseForecast::When(Pool pool, int need, int free_now, double now) const {
   if (free_now >= need) return Shadow{now, free_now - need, true};
-  const PoolIndex* index = Index(pool);
+  const PoolIndex* index = pool.index_;
   if (index == nullptr || index->empty()) return Shadow{now, 0, false};
   Rebuild(*index);
-  // Where it is if the hint is right; a gang in the pool's index is in by_key_ under this
-  // pool with this end, so finding it there is the answer the lookup by key gives.
-  const size_t k = index->Position(without_end, without);
-  if (k < index->keys.size() && *index->keys[k] == without && index->ends[k] == without_end) {
-    return WhenCut(*index, need, free_now, now, k, index->gpus[k]);
+  return WhenCut(*index, need, free_now, now, index->ends.size(), 0);
+}
+
+ReleaseForecast::Shadow ReleaseForecast::WhenWithout(Pool pool, int need, int free_now, double now,
+                                                     double without_end, int without_gpus) const {
+  if (free_now >= need) return Shadow{now, free_now - need, true};
+  const PoolIndex* index = pool.index_;
+  if (index == nullptr || index->empty()) return Shadow{now, 0, false};
+  Rebuild(*index);
+  const std::vector<double>& ends = index->ends;
+  const std::vector<int>& cumulative = index->cumulative;
+  const int missing = need - free_now;
+  // The releases before the gang's end are unchanged: if they cover the need, the answer
+  // is When's. Else its group (every release at its end) comes next: together, less the
+  // gang's own GPUs, wherever the gang lies among them; then the rest, each less them.
+  const auto lo = std::lower_bound(ends.begin(), ends.end(), without_end);
+  const auto cut = cumulative.begin() + (lo - ends.begin());
+  auto i = std::lower_bound(cumulative.begin(), cut, missing);
+  int minus = 0;
+  if (i == cut) {
+    const auto hi = cumulative.begin() + (std::upper_bound(lo, ends.end(), without_end) - ends.begin());
+    minus = without_gpus;
+    i = hi != cut && *std::prev(hi) - minus >= missing ? std::prev(hi)
+                                                         : std::lower_bound(hi, cumulative.end(), missing + minus);
   }
-  return When(pool, need, free_now, now, &without);
+  if (i == cumulative.end()) return Shadow{now, 0, false};
+  // Everything ending at the same instant is released together.
+  auto last = static_cast<size_t>(i - cumulative.begin());
+  const double end = ends[last];
+  while (last + 1 < ends.size() && ends[last + 1] == end) ++last;
+  const double start = end < now ? now + overdue_grace_s : end;
+  return Shadow{start, free_now + cumulative[last] - minus - need, true};
 }
 
 ReleaseForecast::Shadow ReleaseForecast::WhenCut(const PoolIndex& index, int need, int free_now, double now,
@@ -154,8 +184,8 @@ ReleaseForecast::Shadow ReleaseForecast::Curve::When(int need, int free_now, dou
   return Shadow{start, free_now + cumulative[last] - need, true};
 }
 
-int ReleaseForecast::ReleasedBy(const std::string& pool, double time, double now) const {
-  const PoolIndex* index = Index(pool);
+int ReleaseForecast::ReleasedBy(Pool pool, double time, double now) const {
+  const PoolIndex* index = pool.index_;
   if (index == nullptr || index->empty() || time < now) return 0;
   Rebuild(*index);
   auto cum_before = [&](std::vector<double>::const_iterator it) {

@@ -21,6 +21,8 @@
 namespace phalanx::scheduling {
 
 class ReleaseForecast {
+  struct PoolIndex;
+
  public:
   ReleaseForecast() = default;
   // The indexes point into by_key_: a copy re-adds every gang (moves keep the nodes).
@@ -43,14 +45,26 @@ class ReleaseForecast {
   // `free_now` free already. Releases are counted in expected-end order; `without`
   // (a gang about to be evicted) releases nothing.
   Shadow When(const std::string& pool, int need, int free_now, double now, const GangKey* without = nullptr) const;
-  // The same with `without` excluded, given the expected end the forecast holds for it
-  // (found by position instead of by key: the cost rule asks this of every candidate of
-  // every search). Exact whatever the hint: a wrong one falls back to the lookup by key.
-  Shadow When(const std::string& pool, int need, int free_now, double now, const GangKey& without,
-              double without_end) const;
+
+  // One pool's releases ("" = every pool), looked up once for many questions in a row (the
+  // cost rule asks them of every candidate of every search); valid until the next Add or
+  // Remove.
+  class Pool {
+   private:
+    friend class ReleaseForecast;
+    const PoolIndex* index_ = nullptr;
+  };
+  Pool PoolOf(const std::string& pool) const;
+  Shadow When(Pool pool, int need, int free_now, double now) const;
+  // When without one running gang's release: `without_gpus` GPUs at `without_end`, which
+  // the caller knows the pool holds (the engine keeps every gang it runs at its expected
+  // end). Equal to When(pool, need, free_now, now, &key) for that gang's key, found by its
+  // end alone: no lookup by key, no key compares, one search when the need is met before it.
+  Shadow WhenWithout(Pool pool, int need, int free_now, double now, double without_end, int without_gpus) const;
 
   // GPUs of `pool` expected free by `time` beyond `free_now` (releases at or before it).
-  int ReleasedBy(const std::string& pool, double time, double now) const;
+  int ReleasedBy(const std::string& pool, double time, double now) const { return ReleasedBy(PoolOf(pool), time, now); }
+  int ReleasedBy(Pool pool, double time, double now) const;
 
   // Calls visit(expected_end, key) for `pool`'s running gangs in (expected end, key) order
   // until it returns false.

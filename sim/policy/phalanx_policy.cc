@@ -111,6 +111,7 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
     scheduling::GangRequest g;
     g.key = KeyOf(sim, id);
     g.job = fmt::format("j{}", id);
+    g.driver_tag = id;
     g.pool = j.pool.value_or("");
     g.queue = j.queue;  // unknown or "" -> the default queue (when queues are configured)
     g.priority = j.priority;
@@ -178,11 +179,17 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
     return sim_->config().graceful_notice_s;
   }
 
-  PriceTerms PriceTermsOf(const GangKey& running) const override {
-    auto it = by_key_.find(running);
-    if (it == by_key_.end()) return {};
-    const bool checkpoints = sim_->job(it->second).checkpoint_interval > 0;
-    return {sim_->GpuSecondsAtRisk(it->second), checkpoints ? sim_->config().graceful_notice_s : 0};
+  // The engine runs only gangs queued here, tagged with their job id (RequestOf); the
+  // lookup by key is for anything else.
+  PriceTerms PriceTermsOf(const scheduling::GangRequest& running) const override {
+    JobId id = static_cast<JobId>(running.driver_tag);
+    if (running.driver_tag < 0) {
+      auto it = by_key_.find(running.key);
+      if (it == by_key_.end()) return {};
+      id = it->second;
+    }
+    const bool checkpoints = sim_->job(id).checkpoint_interval > 0;
+    return {sim_->GpuSecondsAtRisk(id), checkpoints ? sim_->config().graceful_notice_s : 0};
   }
 
   PolicyOptions options_;

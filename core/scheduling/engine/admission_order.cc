@@ -81,7 +81,7 @@ void AdmissionOrder::GlobalWalk(PassContext& ctx, const std::function<void(Waiti
   // The index is walked in place: entries of gangs that start stay until the pass ends
   // (Engine::Forget), and gangs queued meanwhile wait for the next pass.
   // Runs of gangs that cannot start are skipped in one step (admission_order_fit.cc).
-  auto it = s_->by_order.begin();
+  EngineState::OrderIndex::const_iterator it = s_->by_order.begin();
   while (it != s_->by_order.end()) {
     WaitingGang& w = *it->second;
     if (std::get<2>(it->first) >= s_->pass_seq_limit || w.gone) {
@@ -90,7 +90,7 @@ void AdmissionOrder::GlobalWalk(PassContext& ctx, const std::function<void(Waiti
     }
     if (FitPassive(w, ctx)) {
       const std::optional<OrderKey> next = SkipFitRun(w, ctx, nullptr);
-      it = next ? s_->by_order.lower_bound(*next) : s_->by_order.end();
+      it = next ? s_->OrderAt(*next) : s_->by_order.end();
       continue;
     }
     try_gang(w);
@@ -113,6 +113,7 @@ void AdmissionOrder::QueueWalk(PassContext& ctx, const std::function<void(Waitin
   using Index = std::map<OrderKey, WaitingGang*>;
   struct Cursor {
     int team;
+    const Index* gangs;  // its queue's index (a queue emptied during a pass stays until its end)
     Index::const_iterator it, end;
     size_t next = 0;  // gangs walked or skipped
     // Its turn as last computed, valid while the ledger and `next` are unchanged.
@@ -138,7 +139,7 @@ void AdmissionOrder::QueueWalk(PassContext& ctx, const std::function<void(Waitin
   std::vector<Milli> sums;  // of one queue, by ledger pool index
   for (const auto& [team, gangs] : s_->by_queue) {
     const int q = gangs.begin()->second->team;  // never empty: emptied queues are erased
-    Cursor& c = cursors.emplace_back(Cursor{q, gangs.begin(), gangs.end()});
+    Cursor& c = cursors.emplace_back(Cursor{q, &gangs, gangs.begin(), gangs.end()});
     settle(c);
     // "Any pool" work counts where its queue has its only quota (else nowhere).
     const QueueSpec* spec = s_->ledger.Find(team);
@@ -195,8 +196,7 @@ void AdmissionOrder::QueueWalk(PassContext& ctx, const std::function<void(Waitin
       const OrderKey at = c.it->first;
       const std::optional<OrderKey> next = SkipNoRoomRun(c.team, *c.it->second, c.room, ctx);
       if (!next || *next != at) {
-        const Index& gangs = s_->by_queue.find(s_->ledger.QueueName(c.team))->second;
-        c.it = next ? gangs.lower_bound(*next) : c.end;
+        c.it = next ? s_->QueueAt(*c.gangs, c.team, *next) : c.end;
         ++c.next;
         settle(c);
         if (c.it != c.end) turns.push(turn_of(i));
@@ -208,8 +208,7 @@ void AdmissionOrder::QueueWalk(PassContext& ctx, const std::function<void(Waitin
     if (FitPassive(w, ctx)) {
       if (static_cast<size_t>(c.team) < team_shapes_.size()) RefreshRoom(c.team, c.room, ctx);
       const std::optional<OrderKey> next = SkipFitRun(w, ctx, &c.room);
-      const Index& gangs = s_->by_queue.find(s_->ledger.QueueName(c.team))->second;
-      c.it = next ? gangs.lower_bound(*next) : c.end;
+      c.it = next ? s_->QueueAt(*c.gangs, c.team, *next) : c.end;
       ++c.next;
       settle(c);
       c.refused = true;  // it may stop at a gang without room: SkipNoRoomRun looks

@@ -54,6 +54,16 @@ struct FitShape {
   uint64_t classified = ~uint64_t{0};  // the step of the class below
   bool room = true;             // team queues: its queue has quota room for it
   bool within = false;          // ... within nominal (the queue walk's turn)
+  // Its first gang after `order` (nullopt: none). A walk's cursor only moves forward, so
+  // the answer for an earlier order stays right until it passes it: kept with the order it
+  // was found for while `gangs` is unchanged (`changes`).
+  std::optional<OrderKey> After(const OrderKey& order);
+  uint64_t changes = 0;  // bumped by every Add and Erase of `gangs`
+
+ private:
+  OrderKey after_from_{};
+  std::optional<OrderKey> after_;
+  uint64_t after_changes_ = ~uint64_t{0};
 };
 // What a skipped run's reasons depend on, per slot: the pool's free GPUs, its head, its
 // expected releases, at the time of the skip.

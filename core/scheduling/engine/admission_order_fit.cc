@@ -13,6 +13,8 @@
 // these only change at a walked gang, so the shapes are classified once per walked gang.
 #include <algorithm>
 #include <climits>
+#include <span>
+#include <vector>
 
 #include "core/scheduling/engine/admission_order.h"
 #include "core/scheduling/engine/pass_context.h"
@@ -43,6 +45,7 @@ void AdmissionOrder::IndexFit(WaitingGang& w, bool add) {
       it->second.key = &it->first;
     }
     it->second.gangs.Add(w.order, GpusOf(g));
+    ++it->second.changes;
     w.fit_shape = &it->second;
     fit_sums_[static_cast<size_t>(w.fit_slot)].Add(w.order, GpusOf(g));
     if (w.fresh) fresh_orders_.insert(w.order);
@@ -52,6 +55,7 @@ void AdmissionOrder::IndexFit(WaitingGang& w, bool add) {
   // Emptied shapes stay until the next pass starts (WaitingGang::fit_shape of gangs gone
   // during a pass still point at them).
   w.fit_shape->gangs.Erase(w.order);
+  ++w.fit_shape->changes;
   fit_sums_[static_cast<size_t>(w.fit_slot)].Erase(w.order);
   fresh_orders_.erase(w.order);
   fit_changes_.push_back(FitChange{++fit_change_seq_, w.order, w.fit_slot, -GpusOf(w.req), AmountOf(w.req)});
@@ -166,6 +170,15 @@ bool AdmissionOrder::FitPassive(const WaitingGang& w, PassContext& ctx) {
   return full ? shape.passive_tried : !shape.headable;
 }
 
+std::optional<OrderKey> FitShape::After(const OrderKey& order) {
+  if (after_changes_ != changes || order < after_from_ || (after_ && !(order < *after_))) {
+    after_ = gangs.After(order);
+    after_from_ = order;
+    after_changes_ = changes;
+  }
+  return after_;
+}
+
 std::optional<OrderKey> AdmissionOrder::SkipFitRun(const WaitingGang& at, PassContext& ctx, RoomCache* room) {
   const bool full = ctx.scope == PassScope::kFull;
   const int team = at.team;
@@ -196,7 +209,7 @@ std::optional<OrderKey> AdmissionOrder::SkipFitRun(const WaitingGang& at, PassCo
       refused.push_back(&shape);
       continue;
     }
-    consider(shape.gangs.After(at.order));
+    consider(shape.After(at.order));
   }
   consider(first_after(s_->awaiting_orders));  // of every queue: a stop early in this one is only a step
   if (!full) consider(first_after(fresh_orders_));
@@ -248,9 +261,12 @@ std::optional<OrderKey> AdmissionOrder::SkipFitRun(const WaitingGang& at, PassCo
     // skipped for want of quota room (SkippedWhy) carry over to this pass.
     const auto t = static_cast<size_t>(team);
     if (t < skipped_before_.size() && skipped_before_[t].pass + 1 == s_->stats.passes) {
-      for (const SkippedRun& r : skipped_before_[t].runs) {
+      // The runs are in queue order and disjoint: those that end by `at` are a prefix.
+      const std::vector<SkippedRun>& before = skipped_before_[t].runs;
+      auto first = std::partition_point(before.begin(), before.end(),
+                                        [&](const SkippedRun& r) { return !r.to_end && !(at.order < r.to); });
+      for (const SkippedRun& r : std::span<const SkippedRun>(first, before.end())) {
         if (next && !(r.from < *next)) break;
-        if (!r.to_end && !(at.order < r.to)) continue;
         SkippedRun copy = r;
         copy.from = std::max(r.from, at.order);
         if (next && (r.to_end || *next < r.to)) {

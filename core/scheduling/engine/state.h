@@ -92,9 +92,33 @@ struct EngineState {
   // them without a lookup by key; one erased during a pass is kept (marked gone) until
   // the pass ends, so pointers the pass holds stay valid.
   std::unordered_map<GangKey, std::unique_ptr<WaitingGang>> waiting;
-  std::map<OrderKey, WaitingGang*> by_order;                           // every waiting gang
-  std::map<std::string, std::map<OrderKey, WaitingGang*>> by_pool;     // by required pool ("" = any)
-  std::map<std::string, std::map<OrderKey, WaitingGang*>> by_queue;    // by team queue name (queues on)
+  using OrderIndex = std::map<OrderKey, WaitingGang*>;
+  OrderIndex by_order;                           // every waiting gang
+  std::map<std::string, OrderIndex> by_pool;     // by required pool ("" = any)
+  std::map<std::string, OrderIndex> by_queue;    // by team queue name (queues on)
+  // Each indexed gang's entries in by_order and (queues on) its queue's index, by its
+  // order's sequence number: a pass's walk resumes after a skipped run at a gang it knows
+  // by its order only, without searching the index (OrderAt, QueueAt).
+  struct IndexEntries {
+    OrderIndex::iterator in_order;
+    std::optional<OrderIndex::iterator> in_queue;
+  };
+  std::unordered_map<uint64_t, IndexEntries> entries;
+  // by_order's entry at `order`, or the first after it.
+  OrderIndex::const_iterator OrderAt(const OrderKey& order) const {
+    auto e = entries.find(std::get<2>(order));
+    if (e != entries.end() && e->second.in_order->first == order) return e->second.in_order;
+    return by_order.lower_bound(order);
+  }
+  // The same in `index`, team queue `team`'s (by_queue's).
+  OrderIndex::const_iterator QueueAt(const OrderIndex& index, int team, const OrderKey& order) const {
+    auto e = entries.find(std::get<2>(order));
+    if (e != entries.end() && e->second.in_queue && (*e->second.in_queue)->first == order &&
+        (*e->second.in_queue)->second->team == team) {
+      return *e->second.in_queue;
+    }
+    return index.lower_bound(order);
+  }
   bool in_pass = false;
   std::vector<std::unique_ptr<WaitingGang>> gone;  // erased during this pass
   // Gangs queued at or after this sequence number joined during the pass: not walked in it.

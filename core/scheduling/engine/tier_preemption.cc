@@ -29,14 +29,14 @@ PreemptionStanding TierPreemption::StandingOf(const RunningGang& r, double now) 
     r.history = it == preempted_at_.end() ? nullptr : &it->second;
     r.history_version = history_version_;
   }
-  return StandingOf(r.history, r.req.priority, r.started, now);
+  return StandingOf(r.history, r.req.priority, r.started, now, /*named=*/false);
 }
 
 PreemptionStanding TierPreemption::StandingOf(const std::deque<double>* history, int priority, double started,
-                                              double now) const {
+                                              double now, bool named) const {
   const TierPolicy& tier = s_->policy.TierOf(priority);
   PreemptionStanding s;
-  s.tier = tier.name;
+  if (named) s.tier = tier.name;
   s.max_per_day = tier.max_preemptions_per_day;
   s.min_run_s = tier.min_run_s;
   if (tier.max_preemptions_per_day == 0) {
@@ -146,11 +146,13 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
   FootprintMemo memo;
   facts.reserve(records.size());
   index.reserve(records.size());
+  // A description of a candidate the engine does not run (made when one is, outside the
+  // loop: declared in it, the empty optional cleared a whole RunningGang per candidate).
+  std::optional<RunningGang> described;
   for (size_t i = 0; i < records.size(); ++i) {
     // No candidates: the engine's own records, nothing more to say about them.
     const VictimCandidate* c = candidates.empty() ? nullptr : &candidates[i];
     // The engine's record of a gang it runs; a description of anything else.
-    std::optional<RunningGang> described;
     const RunningGang* r = records[i];
     if (r == nullptr) {
       RunningGang& outside = described.emplace();
@@ -184,12 +186,12 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
     f.gpus = r->req.IsShare() ? 1 : r->req.Gpus();
     f.pods = (c == nullptr || c->pods.empty()) && records[i] != nullptr ? std::span<const PodUid>(records[i]->pods)
                                                                         : std::span<const PodUid>(c->pods);
-    const EngineDriver::PriceTerms terms = driver.PriceTermsOf(key);
+    const EngineDriver::PriceTerms terms = driver.PriceTermsOf(r->req);
     f.gpu_seconds_at_risk = terms.gpu_seconds_at_risk;
     f.notice_s = terms.notice_s;
     // Asked only where it matters: the driver reads pod annotations to answer.
     f.idle = s_->policy.TierOf(f.priority).idle_victims_first && driver.IsIdle(key);
-    f.expected_wait_s = ExpectedWaitForFootprint(*r, g, ctx, memo);
+    f.expected_wait_s = ExpectedWaitForFootprint(*r, records[i] != nullptr, g, ctx, memo);
     // Past its expected end nobody knows when it ends: assume another expected run (the
     // forecast's "ends any moment" would make every such victim worthless to preempt).
     f.remaining_s = r->expected_end > now ? r->expected_end - now : s_->ExpectedDuration(r->req);
@@ -216,7 +218,7 @@ Result<PricedPreemption> TierPreemption::Quote(const AdmissionOrder& order, cons
   return quote;
 }
 
-double TierPreemption::ExpectedWaitForFootprint(const RunningGang& victim, const GangRequest& preemptor,
+double TierPreemption::ExpectedWaitForFootprint(const RunningGang& victim, bool tracked, const GangRequest& preemptor,
                                                 PassContext& ctx, FootprintMemo& memo) const {
   const std::string& queue = victim.req.pool;
   // Re-queued, the victim keeps its place (first submission): count who waits before it,
@@ -261,19 +263,25 @@ double TierPreemption::ExpectedWaitForFootprint(const RunningGang& victim, const
   const double back = ctx.now + s_->ExpectedDuration(preemptor);
   if (!memo.pool || *memo.pool != victim.pool) {
     memo.pool = victim.pool;
+    memo.releases = s_->forecast.PoolOf(victim.pool);
     memo.free = EngineState::FreeGpus(ctx.driver.state(), victim.pool);
-    memo.released_by_back = s_->forecast.ReleasedBy(victim.pool, back, ctx.now);
+    memo.released_by_back = s_->forecast.ReleasedBy(memo.releases, back, ctx.now);
     memo.nobody_else_waits =
         s_->waiting.empty() || (s_->waiting.size() == 1 && s_->waiting.contains(preemptor.key));
   }
   const bool nobody_else_waits = memo.nobody_else_waits;
   const int free_now = memo.free + (nobody_else_waits ? std::max(0, gpus - preemptor.Gpus()) : 0);
-  // Its own release does not count (it is evicted). When the pool has room before it would
-  // end anyway, leaving it out changes nothing (the forecast holds a running gang at its
-  // expected_end): that answer is taken without looking its release up.
-  ReleaseForecast::Shadow s = s_->forecast.When(victim.pool, need, free_now, ctx.now);
-  if (!s.reachable || !(s.start < victim.expected_end)) {
-    s = s_->forecast.When(victim.pool, need, free_now, ctx.now, victim.req.key, victim.expected_end);
+  // Its own release does not count (it is evicted): a gang the engine runs is found by its
+  // expected end (the forecast holds it there). A described one is looked up by key only
+  // when the pool has no room before it would end anyway (else leaving it out changes nothing).
+  ReleaseForecast::Shadow s;
+  if (tracked) {
+    s = s_->forecast.WhenWithout(memo.releases, need, free_now, ctx.now, victim.expected_end, gpus);
+  } else {
+    s = s_->forecast.When(memo.releases, need, free_now, ctx.now);
+    if (!s.reachable || !(s.start < victim.expected_end)) {
+      s = s_->forecast.When(victim.pool, need, free_now, ctx.now, &victim.req.key);
+    }
   }
   double wait = s.reachable ? s.start - ctx.now : std::numeric_limits<double>::infinity();
   // The preemptor gives the GPUs back when it ends; the forecast does not know it yet.

@@ -52,7 +52,8 @@ class TierPreemption {
   // now, and until when not.
   PreemptionStanding StandingOf(const std::string& job, int priority, double started, double now) const;
   // The same for a gang the engine runs, its job's history found once per change of any
-  // history (RunningGang::history): every search asks it of ~170 candidates.
+  // history (RunningGang::history), without the tier's name (words for `explain`): every
+  // search asks it of ~170 candidates.
   PreemptionStanding StandingOf(const RunningGang& r, double now) const;
   int PreemptionsInDay(const std::string& job, double now) const;
   void Record(const std::string& job, double now);
@@ -97,15 +98,18 @@ class TierPreemption {
   // What ExpectedWaitForFootprint finds the same for every victim of one pool in one search.
   struct FootprintMemo {
     std::optional<std::string> pool;  // nullopt: nothing yet (a copy: a described victim goes)
+    ReleaseForecast::Pool releases;     // its forecast
     int free = 0;                       // the pool's free GPUs
     int released_by_back = 0;           // released by the time the preemptor ends
     bool nobody_else_waits = false;
   };
-  // How long a victim, re-queued, would wait to get its GPUs back.
-  double ExpectedWaitForFootprint(const RunningGang& victim, const GangRequest& preemptor, PassContext& ctx,
-                                  FootprintMemo& memo) const;
+  // How long a victim, re-queued, would wait to get its GPUs back. `tracked`: a gang the
+  // engine runs (the forecast holds it at its expected end).
+  double ExpectedWaitForFootprint(const RunningGang& victim, bool tracked, const GangRequest& preemptor,
+                                  PassContext& ctx, FootprintMemo& memo) const;
 
-  PreemptionStanding StandingOf(const std::deque<double>* history, int priority, double started, double now) const;
+  PreemptionStanding StandingOf(const std::deque<double>* history, int priority, double started, double now,
+                                bool named = true) const;
 
   EngineState* s_;  // the Engine's
   std::unordered_map<std::string, std::deque<double>> preempted_at_;  // job -> times

@@ -55,28 +55,64 @@ TEST(ReleaseForecastTest, AnExcludedGangReleasesNothing) {
   EXPECT_FALSE(s.reachable);
 }
 
-// The exclusion found by the expected end the caller knows answers as the lookup by key,
-// whatever that end: right, wrong, or a gang the pool does not hold.
+// The exclusion found by the gang's end and GPUs answers as the lookup by key, wherever
+// the gang lies among the gangs that end with it, in its pool and in every pool together.
 TEST(ReleaseForecastTest, AnExcludedGangFoundByItsEndAnswersAsByKey) {
   const ReleaseForecast f = ThreeGangs();
-  const GangKey a("a"), b("b"), c("c"), z("z"), nobody("nobody");
   auto same = [](const ReleaseForecast::Shadow& x, const ReleaseForecast::Shadow& y) {
     return x.start == y.start && x.extra == y.extra && x.reachable == y.reachable;
   };
-  for (const std::string pool : {"H100", "A100", ""}) {
-    for (const GangKey* k : {&a, &b, &c, &z, &nobody}) {
-      for (double end : {50.0, 100.0, 300.0, 301.0}) {
-        for (int need : {4, 10, 20, 30, 40}) {
-          SCOPED_TRACE(fmt::format("pool '{}', without {} (end {}), need {}", pool, k->str(), end, need));
-          EXPECT_TRUE(same(f.When(pool, need, 4, 10, *k, end), f.When(pool, need, 4, 10, k)));
-        }
+  const std::vector<std::tuple<std::string, std::string, double, int>> gangs = {
+      {"a", "H100", 100, 8}, {"b", "H100", 300, 16}, {"c", "H100", 300, 8}, {"z", "A100", 50, 8}};
+  for (const auto& [key, pool, end, gpus] : gangs) {
+    const GangKey k(key);
+    for (const std::string& view : {pool, std::string()}) {
+      for (int need : {4, 10, 20, 28, 30, 40, 48}) {
+        SCOPED_TRACE(fmt::format("pool '{}', without {}, need {}", view, key, need));
+        EXPECT_TRUE(same(f.WhenWithout(f.PoolOf(view), need, 4, 10, end, gpus), f.When(view, need, 4, 10, &k)));
       }
     }
   }
   // b and c end together at t=300: without b, 4 + 8 + 8 = 20 at t=300.
-  const auto s = f.When("H100", 20, 4, 10, b, 300);
+  const auto s = f.WhenWithout(f.PoolOf("H100"), 20, 4, 10, 300, 16);
   EXPECT_DOUBLE_EQ(s.start, 300);
   EXPECT_EQ(s.extra, 0);
+}
+
+// The same on random forecasts: many gangs ending together, some overdue.
+TEST(ReleaseForecastTest, AnExcludedGangFoundByItsEndAnswersAsByKeyOnRandomForecasts) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    ReleaseForecast f;
+    std::vector<std::tuple<GangKey, std::string, double, int>> gangs;
+    const int n = 1 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < n; ++i) {
+      GangKey key(fmt::format("g{}", rng() % 1000));
+      const std::string pool = rng() % 3 == 0 ? "A100" : "H100";
+      const double end = 50.0 * static_cast<double>(rng() % 6);  // 0..250: many equal, some before now
+      const int gpus = 1 + static_cast<int>(rng() % 16);
+      f.Add(key, pool, end, gpus);
+      std::erase_if(gangs, [&](const auto& g) { return std::get<0>(g) == key; });
+      gangs.emplace_back(key, pool, end, gpus);
+    }
+    for (const auto& [key, pool, end, gpus] : gangs) {
+      for (const std::string& view : {pool, std::string()}) {
+        for (int need = 1; need <= 120; need += 7) {
+          for (int free_now : {0, 5}) {
+            for (double now : {10.0, 120.0}) {
+              const auto x = f.WhenWithout(f.PoolOf(view), need, free_now, now, end, gpus);
+              const auto y = f.When(view, need, free_now, now, &key);
+              SCOPED_TRACE(fmt::format("round {} pool '{}' without {} need {} free {} now {}", round, view, key.str(),
+                                       need, free_now, now));
+              EXPECT_EQ(x.reachable, y.reachable);
+              EXPECT_EQ(x.start, y.start);
+              EXPECT_EQ(x.extra, y.extra);
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(ReleaseForecastTest, OverdueGangsAreExpectedSoonNotInThePast) {
