@@ -56,7 +56,8 @@ TEST(LedgerMetricsTest, FragmentationIsFgdOverThePodsTaskMix) {
   EXPECT_EQ(mix[1].popularity, 2);
   // 3 GPUs fit on either node (nothing fragmented for them); 8 fit on neither, so all 12 free
   // GPUs are fragmented for 2/3 of the mix.
-  const auto& f = SummarizeLedger(ledger).pools.at("H100").fragmentation;
+  const LedgerGpuSummary summary = SummarizeLedger(ledger);  // a reference into the temporary dangled (ASan)
+  const auto& f = summary.pools.at("H100").fragmentation;
   EXPECT_DOUBLE_EQ(f.free_gpus, 12);
   EXPECT_DOUBLE_EQ(f.fragmented_gpus, 8);
   EXPECT_DOUBLE_EQ(f.ratio, 2.0 / 3.0);
