@@ -62,9 +62,10 @@ class RankedCandidates {
       pods += gangs[i].pods.size();
     }
     // Never reallocated: candidates view their allocations here, the search keeps
-    // pointers into sorted_.
+    // pointers into sorted_. A group of equal prices is taken whole before it is cut to the
+    // limit, so sorted_ can briefly hold every candidate, not only `limit`.
     held_.reserve(pods);
-    sorted_.reserve(std::min(limit_, rest_.size()));
+    sorted_.reserve(rest_.size());
     std::make_heap(rest_.begin(), rest_.end(), After());
   }
   // The i-th in rank order; nullptr past the last kept one.
