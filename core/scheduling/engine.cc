@@ -163,6 +163,19 @@ void Engine::OnFinished(const GangKey& key) {
   state_->EraseRunning(it);
 }
 
+void Engine::OnEnded(const GangKey& key, double now) {
+  auto it = state_->running.find(key);
+  if (it == state_->running.end()) return;
+  const RunningGang& r = it->second;
+  if (!r.evicting) {
+    const GangRequest& g = r.req;
+    const bool hinted = g.duration_hint_s && *g.duration_hint_s > 0;
+    state_->calibration.Observe(state_->TierIndex(state_->policy.TierOf(g.priority)), hinted,
+                                state_->GivenDuration(g), now - r.started);
+  }
+  state_->EraseRunning(it);
+}
+
 void Engine::AdoptRunning(const GangRequest& g, std::string pool, std::vector<PodUid> pods, double started) {
   Forget(g.key);
   OnFinished(g.key);

@@ -70,6 +70,8 @@ class Engine {
   explicit Engine(EnginePolicy policy = EnginePolicy::Defaults(), QueueConfig queues = {});
 
   const EnginePolicy& policy() const { return state_->policy; }
+  // Expected run times as learned from gangs' ends (Engine::OnEnded).
+  const DurationCalibration& calibration() const { return state_->calibration; }
   // Replaces the team queues (the extender: GpuQueue objects changed). Running and
   // waiting gangs are re-assigned by their GangRequest::queue. InvalidArgument naming the
   // field, and nothing changes, if `queues` does not validate.
@@ -91,6 +93,10 @@ class Engine {
   // A running gang ended or disappeared (finished, failed, deleted, evicted by someone
   // else). Unknown keys are ignored.
   void OnFinished(const GangKey& key);
+  // ... and it ended by itself at `now` (completed, failed, deleted: not evicted by this
+  // engine): how long it held its GPUs calibrates its tier's expected run times
+  // (DurationCalibration). Then as OnFinished.
+  void OnEnded(const GangKey& key, double now);
   // Registers a gang that runs without having been admitted here (found running after
   // a restart, or bound by another path), so forecasts and victim search see it.
   void AdoptRunning(const GangRequest& gang, std::string pool, std::vector<PodUid> pods, double started);

@@ -35,7 +35,7 @@ Status ReadTier(const YAML::Node& node, std::string_view where, TierPolicy* t) {
 
 Result<EnginePolicy> ParseEnginePolicy(const YAML::Node& node, std::string_view where) {
   static const Keys kKeys = {"backfill", "restartOverheadSeconds", "waitHorizonSeconds", "preemptionSearchesPerPass",
-                             "tiers"};
+                             "calibrateDurations", "tiers"};
   EnginePolicy p = EnginePolicy::Defaults();
   if (!node || node.IsNull()) return p;
   PHX_RETURN_IF_ERROR(CheckKeys(node, kKeys, where));
@@ -43,6 +43,7 @@ Result<EnginePolicy> ParseEnginePolicy(const YAML::Node& node, std::string_view 
   PHX_RETURN_IF_ERROR(Read(node, "restartOverheadSeconds", where, &p.restart_overhead_s));
   PHX_RETURN_IF_ERROR(Read(node, "waitHorizonSeconds", where, &p.wait_horizon_s));
   PHX_RETURN_IF_ERROR(Read(node, "preemptionSearchesPerPass", where, &p.preemption_searches_per_pass));
+  PHX_RETURN_IF_ERROR(Read(node, "calibrateDurations", where, &p.calibrate_durations));
   if (const YAML::Node tiers = node["tiers"]) {
     if (!tiers.IsSequence() || tiers.size() == 0) {
       return InvalidArgumentError(fmt::format("{}.tiers: expected a non-empty list", where));

@@ -52,6 +52,9 @@ struct EnginePolicy {
   int preemption_searches_per_pass = 2;
   // Off: the head of each pool blocks everything behind it (no backfill at all).
   bool backfill = true;
+  // Scale hints and tier defaults by how long each tier's gangs really held their GPUs
+  // (DurationCalibration): overestimated hints then forecast waits as they turn out.
+  bool calibrate_durations = true;
 
   // critical / high / standard / spot as documented in docs/algorithms.md.
   static EnginePolicy Defaults();

@@ -230,6 +230,7 @@ void AdmissionPass::Pass(MonotonicTime now, std::shared_lock<std::shared_mutex>&
       const PodRecord* rec = h_.ledger.FindPod(uid);
       if (rec && rec->info.gated) gated++;
       if (rec && rec->holding != Holding::kNone) holding++;
+      if (rec && !rec->info.node_name.empty() && engine_running_.contains(key)) engine_ran_.insert(key);
     }
     const auto min = EffectiveMin(g, now);
     const int members = std::max(min.value_or(0), static_cast<int>(g.members.size()));
@@ -276,7 +277,11 @@ void AdmissionPass::Pass(MonotonicTime now, std::shared_lock<std::shared_mutex>&
   // Gangs the engine runs that hold nothing any more (finished, deleted, plan dropped).
   std::erase_if(engine_running_, [&](const GangKey& key) {
     if (holding_gangs.contains(key)) return false;
-    engine_.OnFinished(key);
+    if (engine_ran_.erase(key) > 0) {
+      engine_.OnEnded(key, EngineSeconds(now));
+    } else {
+      engine_.OnFinished(key);
+    }
     engine_queue_of_.erase(key);
     return true;
   });

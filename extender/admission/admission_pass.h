@@ -118,6 +118,10 @@ class AdmissionPass final : public AdmissionHandle {
   // Guarded by the admission lock:
   std::map<GangKey, int> engine_waiting_;          // gangs queued in engine_ -> size
   std::set<GangKey> engine_running_;               // gangs engine_ admitted or adopted
+  // ... of those, the ones a member of which a pass saw bound (spec.nodeName set): their end
+  // is a run's end (Engine::OnEnded calibrates expected run times), not a plan dropped
+  // before anything bound.
+  std::set<GangKey> engine_ran_;
   uint64_t release_epoch_seen_ = ~uint64_t{0};     // ledger release epoch at the last pass
   MonotonicTime last_full_pass_{};
   std::map<GangKey, std::string> engine_queue_of_;        // queue each engine gang was given

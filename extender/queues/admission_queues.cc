@@ -44,8 +44,9 @@ void AdmissionPass::OnQueuesChanged() {
       ++it;
       continue;
     }
-    engine_.OnFinished(*it);
+    engine_.OnFinished(*it);  // not an end: re-adopted under its new queue
     engine_queue_of_.erase(*it);
+    engine_ran_.erase(*it);
     // Until the next pass adopts it again, filter's quota check counts it from here.
     if (g != nullptr && (g->plan || quotas_.HoldsGpus(*g))) {
       quotas_.RecordUncounted(*g, PoolOf(*g), g->plan ? static_cast<int>(g->plan->members.size())

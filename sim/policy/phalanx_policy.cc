@@ -41,7 +41,8 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
       if (sim.now() > it->second + 0.5) sim.NoteHintOverrun();
       expected_end_.erase(it);
     }
-    engine_.OnFinished(key);
+    // Completed, or preempted: the engine tells its own evictions apart.
+    engine_.OnEnded(key, sim.now());
     engine_.UnbookOutside(key);  // a MIG job
     by_key_.erase(key);
   }

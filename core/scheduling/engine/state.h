@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/scheduling/duration_calibration.h"
 #include "core/scheduling/engine_types.h"
 #include "core/scheduling/queues.h"
 #include "core/scheduling/release_forecast.h"
@@ -129,14 +130,26 @@ struct EngineState {
   std::map<GangKey, RunningGang> running;  // ordered: deterministic victim search
   int reclaimable = 0;                     // running gangs admitted as preemptible backfill
   ReleaseForecast forecast;
+  DurationCalibration calibration;
   std::optional<double> next_wake;
   QueueLedger ledger;
   std::map<GangKey, OutsideBooking> outside;
 
+  // The gang's hint, else its tier's default, scaled by what ends of its tier showed
+  // (DurationCalibration; EnginePolicy::calibrate_durations).
   double ExpectedDuration(const GangRequest& g) const {
+    const bool hinted = g.duration_hint_s && *g.duration_hint_s > 0;
+    const TierPolicy& tier = policy.TierOf(g.priority);
+    const double given = hinted ? *g.duration_hint_s : tier.default_duration_s;
+    if (!policy.calibrate_durations) return given;
+    return given * calibration.Ratio(TierIndex(tier), hinted);
+  }
+  // The uncalibrated expectation (what a gang's end is compared with).
+  double GivenDuration(const GangRequest& g) const {
     if (g.duration_hint_s && *g.duration_hint_s > 0) return *g.duration_hint_s;
     return policy.TierOf(g.priority).default_duration_s;
   }
+  size_t TierIndex(const TierPolicy& tier) const { return static_cast<size_t>(&tier - policy.tiers.data()); }
   static int FreeGpus(const placement::ClusterState& state, const std::string& pool) {
     if (pool.empty()) return state.FreeGpus();
     const placement::PoolId id = state.FindPool(pool);

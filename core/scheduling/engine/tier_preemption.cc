@@ -339,10 +339,17 @@ EvictionResult TierPreemption::Evict(WaitingGang& w, const ChosenPreemption& cho
   double longest_notice = 0;
   for (int v : decision.victims) {
     const GangKey victim = chosen.keys[static_cast<size_t>(v)];
-    const std::string job = s_->running.at(victim).req.job;
+    RunningGang& running = s_->running.at(victim);
+    const std::string job = running.req.job;
+    // Asked to stop from the call on: a driver that stops it at once reports it gone from
+    // inside Evict (Engine::OnEnded), and its end is then no run time to learn from.
+    running.evicting = true;
     const std::optional<double> notice =
         ctx.driver.Evict(victim, g.key, chosen.reason, chosen.graceful[static_cast<size_t>(v)]);
-    if (!notice) continue;
+    if (!notice) {
+      if (auto r = s_->running.find(victim); r != s_->running.end()) r->second.evicting = false;
+      continue;
+    }
     Record(job, ctx.now);
     evicted.push_back(victim);
     ++s_->stats.preemptions;

@@ -61,6 +61,8 @@ struct GangEvent {
 
 struct Variant {
   bool hints = false;       // exact duration hints (TrainingJob activeDeadlineSeconds)
+  double hint_factor = 1;   // with hints: each is the run time left x this (users overestimate)
+  bool calibrate = true;    // EnginePolicy::calibrate_durations
   bool preemption = false;  // tier preemption and queue reclaim (the engine's default search budget)
   scheduling::QueueConfig queues;  // empty: no team queues
   int nodes = 8;                   // of 8 GPUs, two per rack, one pool (H100)
@@ -106,6 +108,11 @@ inline PolicyOptions OptionsOf(const Variant& v) {
   PolicyOptions o;
   if (!v.preemption) o.engine.preemption_searches_per_pass = 0;
   o.duration_hints = v.hints;
+  o.engine.calibrate_durations = v.calibrate;
+  if (v.hint_factor != 1) {
+    o.hints.mode = HintModel::Mode::kNoisy;  // U(f, f): the same factor for every job
+    o.hints.lo = o.hints.hi = v.hint_factor;
+  }
   o.queues = v.queues;
   return o;
 }
@@ -270,10 +277,11 @@ class ExtenderReplay {
     return p;
   }
   extender::TrainingJobInfo JobOf(int i, double risk) const {
-    // A hint is the TrainingJob's deadline (its run time's upper bound): here the exact run
-    // time the attempt has left.
+    // A hint is the TrainingJob's deadline (its run time's upper bound): here the run time
+    // the attempt has left (x Variant::hint_factor).
     const double notice = gang(i).checkpoint > 0 ? SimConfig().graceful_notice_s : 0;
-    extender::TrainingJobInfo job{"default", JobName(i), risk, notice, "", v_.hints ? Remaining(i) : 0};
+    extender::TrainingJobInfo job{"default", JobName(i), risk, notice, "",
+                                  v_.hints ? Remaining(i) * v_.hint_factor : 0};
     // Created when the job was submitted, as the API server stamps it: every attempt of the
     // job keeps that place in the engine's order, as the simulator's next attempt does.
     job.created = wall_start_ + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(gang(i).submit));

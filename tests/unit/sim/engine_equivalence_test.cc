@@ -73,3 +73,42 @@ TEST(EngineEquivalenceTest, WithTeamQueuesBothDriversStillDecideAlike) {
 
 }  // namespace
 }  // namespace phalanx::sim::equivalence
+
+namespace phalanx::sim::equivalence {
+namespace {
+
+// Users who hint twice their run times (issue 25, DurationCalibration): 34 standard gangs
+// end in half the time they said, which teaches the standard tier's ratio (0.5) in both
+// drivers alike (the simulator's job ends; the extender's pods deleted after they ran).
+// Then seven standard gangs fill seven nodes, a critical gang of all 64 GPUs becomes the
+// head (expected start: the seven gangs' calibrated end, 200 s sooner than their hints
+// say), and a spot gang whose (unlearned) hint ends between the two starts is refused
+// the eighth node: it would delay the head.
+const std::vector<GangEvent>& CalibrationScenario() {
+  static const std::vector<GangEvent> kGangs = [] {
+    std::vector<GangEvent> g;
+    for (int i = 0; i < 34; ++i) g.push_back({static_cast<double>(i), 100, 1, 8, 1000});
+    for (int i = 0; i < 7; ++i) g.push_back({600, 200, 1, 8, 1000});
+    g.push_back({610, 50, 8, 8, 1000000});
+    g.push_back({620, 150, 1, 8, 100});
+    return g;
+  }();
+  return kGangs;
+}
+
+TEST(EngineEquivalenceTest, WithOverestimatedHintsBothDriversLearnTheSameRunTimes) {
+  const Variant calibrated{.hints = true, .hint_factor = 2};
+  const Outcome o = ExpectSameOutcome(CalibrationScenario(), calibrated);
+  EXPECT_TRUE(o.evictions.empty());
+  // The spot gang (index 42) waits for the head; without calibration it backfilled at once.
+  ASSERT_TRUE(o.starts.contains(42));
+  EXPECT_GT(o.starts.at(42).front().time, 620);
+  const Outcome uncalibrated = ThroughTheSimulator(CalibrationScenario(), {.hints = true, .hint_factor = 2,
+                                                                          .calibrate = false});
+  ASSERT_TRUE(uncalibrated.starts.contains(42));
+  EXPECT_DOUBLE_EQ(uncalibrated.starts.at(42).front().time, 620);
+  EXPECT_NE(o, uncalibrated);
+}
+
+}  // namespace
+}  // namespace phalanx::sim::equivalence

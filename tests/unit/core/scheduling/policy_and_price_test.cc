@@ -43,6 +43,7 @@ TEST(PolicyYamlTest, OverridesKeepTheDefaultsOfNamedTiers) {
   auto p = ParseEnginePolicy(YAML::Load(R"(
 backfill: false
 preemptionSearchesPerPass: 4
+calibrateDurations: false
 tiers:
   - {name: critical}
   - {name: high, targetWaitSeconds: 600}
@@ -53,6 +54,8 @@ tiers:
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_FALSE(p->backfill);
   EXPECT_EQ(p->preemption_searches_per_pass, 4);
+  EXPECT_FALSE(p->calibrate_durations);
+  EXPECT_TRUE(EnginePolicy::Defaults().calibrate_durations);
   ASSERT_EQ(p->tiers.size(), 5u);
   EXPECT_EQ(p->TierOf(1000000).name, "critical");
   EXPECT_DOUBLE_EQ(p->TierOf(1000000).weight, 1000);  // kept from the defaults
@@ -72,6 +75,7 @@ TEST(PolicyYamlTest, BadInputNamesTheKey) {
   EXPECT_NE(bad("tiers: [{name: high, colour: red}]").find("scheduling.tiers[0].colour: unknown key"), std::string::npos);
   EXPECT_NE(bad("backfil: true").find("scheduling.backfil: unknown key"), std::string::npos);
   EXPECT_EQ(bad("backfill: maybe"), "scheduling.backfill: expected true or false");
+  EXPECT_EQ(bad("calibrateDurations: 2"), "scheduling.calibrateDurations: expected true or false");
   EXPECT_EQ(bad("tiers: []"), "scheduling.tiers: expected a non-empty list");
   EXPECT_EQ(bad("tiers: [{name: a, priority: 5}, {name: b, priority: 5}]"),
             "scheduling.tiers[1].priority: 5 appears twice");
