@@ -59,12 +59,15 @@ def main():
     ap.add_argument("--cases", nargs="+", default=["llm:1", "llm:2", "llm:3", "fleet:1", "fleet:2", "fleet:3"])
     ap.add_argument("--hints", default="exact", choices=list(overload.HINTS))
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--conflicts", action="store_true",
+                    help="for each target the defaults miss, the variants that meet it (none: no knob here helps)")
     args = ap.parse_args()
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"overload_frontier.py: {args.binary} not built (cmake --build build --target phalanx)")
     slack = 1.25 if args.hints == "noisy" else 1.0
     extra = overload.HINTS[args.hints]
     totals = {v: [0, 0, 0, 0] for v in args.variants}  # targets met, targets, spot targets met, spot targets
+    met_by = {}  # (case, target) -> {variant: ok}
     print(f"hints {args.hints}\n")
     print("| case | variant | crit+high mean | spot mean | spot p50 | spot p99 | GPU-weighted | preempt/job | targets |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -88,6 +91,8 @@ def main():
                 s = overload.summary(p)
                 res = overload.targets(s, gb, slack)
                 met = sum(1 for _, ok, _ in res if ok)
+                for tname, ok, text in res:
+                    met_by.setdefault((f"{name} x{scale}", tname), {})[v] = (ok, text)
                 spot_res = [ok for n, ok, _ in res if n.startswith("spot ")]
                 t = totals[v]
                 t[0] += met
@@ -99,6 +104,13 @@ def main():
                       f"{ratio(sp['p50'], sg['p50'])} | {ratio(sp['p99'], sg['p99'])} | "
                       f"{s['gpu_weighted'] / gb['gpu_weighted']:.3f}x | {s['preempt_per_job']:.3f} | {met}/{len(res)} |",
                       flush=True)
+    if args.conflicts and "defaults" in args.variants:
+        print("\n| case | target the defaults miss | defaults | variants that meet it |\n|---|---|---|---|")
+        for (case, tname), by in met_by.items():
+            if by["defaults"][0]:
+                continue
+            meeting = [v for v, (ok, _) in by.items() if ok]
+            print(f"| {case} | {tname} | {by['defaults'][1]} | {', '.join(meeting) if meeting else 'none'} |")
     print("\n| variant | targets met | spot's targets met |\n|---|---|---|")
     for v, (met, n, smet, sn) in totals.items():
         print(f"| {v} | {met}/{n} | {smet}/{sn} |")

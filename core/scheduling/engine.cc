@@ -167,7 +167,9 @@ void Engine::OnEnded(const GangKey& key, double now) {
   auto it = state_->running.find(key);
   if (it == state_->running.end()) return;
   const RunningGang& r = it->second;
-  if (!r.evicting) {
+  // Adopted gangs started before they were seen (after a restart, or bound through
+  // kube-scheduler): their run time is unknown, not short.
+  if (!r.evicting && !r.adopted) {
     const GangRequest& g = r.req;
     const bool hinted = g.duration_hint_s && *g.duration_hint_s > 0;
     state_->calibration.Observe(state_->TierIndex(state_->policy.TierOf(g.priority)), hinted,
@@ -182,6 +184,7 @@ void Engine::AdoptRunning(const GangRequest& g, std::string pool, std::vector<Po
   GangRequest req = g;
   if (req.job.empty()) req.job = g.key.str();
   Track(std::move(req), std::move(pool), std::move(pods), started, false);
+  if (auto it = state_->running.find(g.key); it != state_->running.end()) it->second.adopted = true;
 }
 
 void Engine::Track(GangRequest g, std::string pool, std::vector<PodUid> pods, double started, bool reclaimable) {

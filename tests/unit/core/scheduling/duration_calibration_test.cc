@@ -176,5 +176,20 @@ TEST(EngineCalibrationTest, ItsOwnEvictionsAreNotLearnedFrom) {
   EXPECT_DOUBLE_EQ(engine.calibration().Ratio(1, true), 1);
 }
 
+// A gang the engine adopted (found running after a restart, or bound through kube-scheduler)
+// started before it was seen: its end says nothing about how long it ran.
+TEST(EngineCalibrationTest, AdoptedGangsAreNotLearnedFrom) {
+  FakeDriver driver;
+  testing::AddRack(driver.mutable_state(), "n", 2, "r0");
+  Engine engine;
+  for (size_t i = 0; i < kN; ++i) {
+    const GangKey key("adopted-" + std::to_string(i));
+    GangRequest g = Gang(key.str(), 1, 1, kStandard, 0, 10000);
+    engine.AdoptRunning(g, "H100", {}, 100);
+    engine.OnEnded(key, 200);
+  }
+  EXPECT_EQ(engine.calibration().Samples(engine.policy().tiers.size() - 2, true), 0u);
+}
+
 }  // namespace
 }  // namespace phalanx::scheduling
