@@ -126,6 +126,41 @@ TEST(PreemptionTest, VetoesWhenEvenAllVictimsAreNotEnough) {
             "even evicting every lower-priority gang: needs 3 members x 8 GPUs (24 GPUs); pool H100 has 16 free GPUs");
 }
 
+// max_candidates cuts the ranked candidates after a group of equal prices was taken whole:
+// here the cheapest victim is handed to the search first, then a tie of four crosses the
+// limit of three. The search must see the cheapest and two of the tie, in rank order (and,
+// under ASan, must not read the first candidate from storage the tie reallocated).
+TEST(PreemptionTest, ATieAcrossTheCandidateLimitIsCutAfterItsRankOrder) {
+  for (VictimRank rank : {VictimRank::kTierThenLostWork, VictimRank::kCost}) {
+    SCOPED_TRACE(rank == VictimRank::kCost ? "by cost" : "by tier, then lost work");
+    ClusterState s(StandardLevels());
+    AddRack(s, "n", 5, "r1");
+    std::vector<VictimGang> v;
+    v.push_back(Victim(s, "ml/cheap", kSpot, 100, {"n0"}));
+    v.back().cost = 100;
+    for (int i = 1; i <= 4; ++i) {
+      v.push_back(Victim(s, "ml/tie-" + std::to_string(i), kSpot, 500, {"n" + std::to_string(i)}));
+      v.back().cost = 500;
+    }
+    PreemptionRequest three = Request(3, 8, kHigh, v);
+    three.rank = rank;
+    three.limits.max_candidates = 3;
+    PreemptionResult r = MustChoose(s, three);
+    ASSERT_TRUE(r.helps());
+    ASSERT_EQ(r.decision->victims.size(), 3u);
+    EXPECT_EQ(r.decision->victims[0], 0) << "the cheapest first";
+    for (size_t i = 1; i < 3; ++i) EXPECT_GE(r.decision->victims[i], 1);
+    EXPECT_EQ(r.decision->gpus_freed, 24);
+    // Four nodes need a fourth candidate: the limit kept three.
+    PreemptionRequest four = Request(4, 8, kHigh, v);
+    four.rank = rank;
+    four.limits.max_candidates = 3;
+    EXPECT_FALSE(MustChoose(s, four).helps());
+    four.limits.max_candidates = 5;
+    EXPECT_TRUE(MustChoose(s, four).helps());
+  }
+}
+
 TEST(PreemptionTest, DropsVictimsThatTurnOutUnnecessary) {
   ClusterState s(StandardLevels());
   AddRack(s, "n", 3, "r1");
