@@ -273,6 +273,30 @@ json::Json Extender::StateJson() const {
     queues.push_back(std::move(j));
   }
   out["teamQueues"] = std::move(queues);
+  json::Json calibration = json::Json::array();
+  for (const DurationRatioInfo& r : DurationRatiosLocked()) {
+    calibration.push_back({{"tier", r.tier}, {"hinted", r.hinted}, {"ratio", r.ratio}, {"samples", r.samples}});
+  }
+  out["durationCalibration"] = std::move(calibration);
+  return out;
+}
+
+std::vector<DurationRatioInfo> Extender::DurationRatios() const {
+  std::lock_guard admission(admission_mu_);  // the engine
+  return DurationRatiosLocked();
+}
+
+std::vector<DurationRatioInfo> Extender::DurationRatiosLocked() const {
+  std::vector<DurationRatioInfo> out;
+  const scheduling::EnginePolicy& policy = engine_.policy();
+  for (size_t t = 0; t < policy.tiers.size(); ++t) {
+    for (bool hinted : {true, false}) {
+      out.push_back({.tier = policy.tiers[t].name,
+                     .hinted = hinted,
+                     .ratio = policy.calibrate_durations ? engine_.calibration().Ratio(t, hinted) : 1.0,
+                     .samples = engine_.calibration().Samples(t, hinted)});
+    }
+  }
   return out;
 }
 

@@ -37,6 +37,7 @@
 #include "core/base/clock.h"
 #include "core/scheduling/engine.h"
 #include "extender/admission/admission_pass.h"
+#include "extender/admission/engine_metrics.h"
 #include "extender/config.h"
 #include "extender/eviction/disruptions.h"
 #include "extender/eviction/gang_evictor.h"
@@ -92,6 +93,9 @@ class Extender final {
   // Each team queue as the engine counts it now (GpuQueue status, /debug/state, metrics);
   // empty without queues.
   std::vector<QueueStatusInfo> QueueStatuses() const;
+  // The engine's learned run-time ratio per tier, hinted and not (engine_metrics.h,
+  // /debug/state "durationCalibration").
+  std::vector<DurationRatioInfo> DurationRatios() const;
   // After the initial list (informers synced or snapshot loaded): completes the binding
   // of committed gang members (devices annotated but unbound), as a restarted extender
   // must; uncommitted plans never survive a restart (they live only in memory). Only the
@@ -133,6 +137,7 @@ class Extender final {
   // Bind barriers past their deadline (BindVerb) and plans nobody binds against.
   bool AnyExpired(MonotonicTime now) const;         // shared lock held
   void ExpireBarriersAndPlans(MonotonicTime now);   // exclusive lock held
+  std::vector<DurationRatioInfo> DurationRatiosLocked() const;  // admission lock held
 
   const ExtenderConfig config_;
   Clock& clock_;

@@ -9,6 +9,7 @@
 #include "core/metrics/counter.h"
 #include "core/metrics/gauge.h"
 #include "core/metrics/histogram.h"
+#include "extender/admission/engine_metrics.h"
 #include "extender/queues/queue_metrics.h"
 #include "extender/state/ledger_metrics.h"
 
@@ -132,9 +133,11 @@ void ExtenderServer::Register(http::HttpServer& server, bool verbs, bool debug) 
     // Cluster GPU gauges are computed from the ledger on each scrape (extender/state/ledger_metrics.h).
     auto gpus = std::make_shared<LedgerMetrics>(registry_);
     auto queues = std::make_shared<QueueMetrics>(registry_);  // team queues (extender/queues/queue_metrics.h)
-    endpoints.metrics = [this, gpus, queues] {
+    auto engine = std::make_shared<EngineMetrics>(registry_);  // learned run times (engine_metrics.h)
+    endpoints.metrics = [this, gpus, queues, engine] {
       gpus->Refresh(extender_);
       queues->Refresh(extender_);
+      engine->Refresh(extender_);
       return registry_.Expose();
     };
   }

@@ -2,9 +2,11 @@
 // pool, FGD fragmentation with the pods' task mix, pending gangs, and the exposition.
 #include "extender/state/ledger_metrics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/placement/fragmentation.h"
+#include "extender/admission/engine_metrics.h"
 #include "tests/unit/extender/test_cluster.h"
 
 namespace phalanx::extender::testing {
@@ -128,6 +130,34 @@ TEST(LedgerMetricsTest, RefreshExposesTheExtendersLedger) {
   text = registry.Expose();
   EXPECT_EQ(Line(text, R"(phalanx_extender_gpus{pool="H100",state="allocated"})"),
             R"(phalanx_extender_gpus{pool="H100",state="allocated"} 0)");
+}
+
+// The engine's learned run times (docs/algorithms.md §8.2 "Calibrated run times"): one series
+// per tier and kind, 1 and 0 samples until gangs ended; /debug/state says the same.
+TEST(EngineMetricsTest, ExposesTheLearnedDurationRatioPerTier) {
+  TestCluster c;
+  metrics::Registry registry;
+  EngineMetrics gauges(registry);
+  gauges.Refresh(c.ext);
+  std::string text = registry.Expose();
+  for (const char* tier : {"critical", "high", "standard", "spot"}) {
+    for (const char* hinted : {"true", "false"}) {
+      const std::string labels = fmt::format(R"({{tier="{}",hinted="{}"}})", tier, hinted);
+      EXPECT_EQ(Line(text, "phalanx_extender_duration_ratio" + labels), "phalanx_extender_duration_ratio" + labels + " 1");
+      EXPECT_EQ(Line(text, "phalanx_extender_duration_samples" + labels),
+                "phalanx_extender_duration_samples" + labels + " 0");
+    }
+  }
+  const json::Json state = c.ext.StateJson()["durationCalibration"];
+  ASSERT_EQ(state.size(), 8u) << state.dump();
+  EXPECT_EQ(state[0]["tier"], "critical");
+  EXPECT_EQ(state[0]["ratio"], 1.0);
+  gauges.Update({{.tier = "standard", .hinted = true, .ratio = 0.4, .samples = 256}});
+  text = registry.Expose();
+  EXPECT_EQ(Line(text, R"(phalanx_extender_duration_ratio{tier="standard",hinted="true"})"),
+            R"(phalanx_extender_duration_ratio{tier="standard",hinted="true"} 0.4)");
+  EXPECT_EQ(Line(text, R"(phalanx_extender_duration_samples{tier="standard",hinted="true"})"),
+            R"(phalanx_extender_duration_samples{tier="standard",hinted="true"} 256)");
 }
 
 }  // namespace
