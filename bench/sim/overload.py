@@ -68,6 +68,31 @@ def summary(p):
     }
 
 
+def crit_high_mean(s):
+    """The critical and high tiers' mean queueing together (a summary() of one run)."""
+    qs = [s["tiers"][t] for t in ("critical", "high") if t in s["tiers"]]
+    n = sum(q["count"] for q in qs)
+    return sum(q["mean"] * q["count"] for q in qs) / n if n else 0
+
+
+def tiers_yaml(keys):
+    """A `scheduling:` policy setting {tier: {key: value}} over the engine's defaults."""
+    lines = ["scheduling:", "  tiers:"]
+    for t in TIERS:  # a `tiers:` list replaces the defaults' list: name every tier
+        kv = keys.get(t, {})
+        lines.append("    - {" + ", ".join([f"name: {t}"] + [f"{k}: {v}" for k, v in kv.items()]) + "}")
+    return "\n".join(lines) + "\n"
+
+
+def baseline(binary, case, extra, tool):
+    """Parses NAME:SCALE and replays gang-binpack on it: (name, scale, its summary)."""
+    name, _, scale = case.partition(":")
+    if name not in CASES:
+        sys.exit(f"{tool}: --cases {case}: NAME one of {', '.join(CASES)}")
+    (gb,) = simulate(binary, CASES[name], scale, "gang-binpack", extra)
+    return name, scale, summary(gb)
+
+
 def targets(ph, gb, slack):
     """The issue's targets for phalanx against gang-binpack: [(name, ok, text)]."""
     out = []

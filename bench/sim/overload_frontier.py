@@ -33,20 +33,6 @@ VARIANTS = {
 }
 
 
-def policy_yaml(tiers):
-    lines = ["scheduling:", "  tiers:"]
-    for t in overload.TIERS:  # a `tiers:` list replaces the defaults' list: name every tier
-        keys = tiers.get(t, {})
-        lines.append("    - {" + ", ".join([f"name: {t}"] + [f"{k}: {v}" for k, v in keys.items()]) + "}")
-    return "\n".join(lines) + "\n"
-
-
-def crit_high_mean(s):
-    qs = [s["tiers"][t] for t in ("critical", "high") if t in s["tiers"]]
-    n = sum(q["count"] for q in qs)
-    return sum(q["mean"] * q["count"] for q in qs) / n if n else 0
-
-
 def ratio(a, b):
     if b <= 1:
         return "0s" if a <= 1 else f"{overload.dur(a)} vs 0s"
@@ -73,19 +59,15 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases:
-            name, _, scale = case.partition(":")
-            if name not in overload.CASES:
-                sys.exit(f"overload_frontier.py: --cases {case}: NAME one of {', '.join(overload.CASES)}")
-            (gb,) = overload.simulate(args.binary, overload.CASES[name], scale, "gang-binpack", extra)
-            gb = overload.summary(gb)
+            name, scale, gb = overload.baseline(args.binary, case, extra, "overload_frontier.py")
             sg = gb["tiers"].get("spot", {"mean": 0, "p50": 0, "p99": 0})
-            print(f"| {name} x{scale} | gang-binpack | {overload.dur(crit_high_mean(gb))} | "
+            print(f"| {name} x{scale} | gang-binpack | {overload.dur(overload.crit_high_mean(gb))} | "
                   f"{overload.dur(sg['mean'])} | {overload.dur(sg['p50'])} | {overload.dur(sg['p99'])} | "
                   f"{overload.dur(gb['gpu_weighted'])} | 0.000 | |")
             for v in args.variants:
                 path = os.path.join(tmp, "policy.yaml")
                 with open(path, "w") as f:
-                    f.write(policy_yaml(VARIANTS[v]))
+                    f.write(overload.tiers_yaml(VARIANTS[v]))
                 (p,) = overload.simulate(args.binary, overload.CASES[name], scale, "phalanx",
                                          extra + ["--scheduling-policy", path])
                 s = overload.summary(p)
@@ -100,7 +82,7 @@ def main():
                 t[2] += sum(spot_res)
                 t[3] += len(spot_res)
                 sp = s["tiers"].get("spot", {"mean": 0, "p50": 0, "p99": 0})
-                print(f"| {name} x{scale} | {v} | {overload.dur(crit_high_mean(s))} | {ratio(sp['mean'], sg['mean'])} | "
+                print(f"| {name} x{scale} | {v} | {overload.dur(overload.crit_high_mean(s))} | {ratio(sp['mean'], sg['mean'])} | "
                       f"{ratio(sp['p50'], sg['p50'])} | {ratio(sp['p99'], sg['p99'])} | "
                       f"{s['gpu_weighted'] / gb['gpu_weighted']:.3f}x | {s['preempt_per_job']:.3f} | {met}/{len(res)} |",
                       flush=True)

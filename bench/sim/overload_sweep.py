@@ -26,10 +26,7 @@ def policy_yaml(knob, value, fixed):
     for name, v in fixed + [(knob, value)]:
         tier, _, key = name.partition(".")
         keys[tier][key] = v
-    lines = ["scheduling:", "  tiers:"]
-    for t in TIERS:  # a `tiers:` list replaces the defaults' list: name every tier
-        lines.append("    - {" + ", ".join([f"name: {t}"] + [f"{k}: {v}" for k, v in keys[t].items()]) + "}")
-    return "\n".join(lines) + "\n"
+    return overload.tiers_yaml(keys)
 
 
 def tier_key(text, what):
@@ -37,12 +34,6 @@ def tier_key(text, what):
     if tier not in TIERS or not sep or not key:
         sys.exit(f"overload_sweep.py: {what} {text}: expected TIER.KEY, TIER one of {', '.join(TIERS)}")
     return text
-
-
-def crit_high_mean(s):
-    qs = [s["tiers"][t] for t in ("critical", "high") if t in s["tiers"]]
-    n = sum(q["count"] for q in qs)
-    return sum(q["mean"] * q["count"] for q in qs) / n if n else 0
 
 
 def main():
@@ -74,13 +65,9 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases:
-            name, _, scale = case.partition(":")
-            if name not in overload.CASES:
-                sys.exit(f"overload_sweep.py: --cases {case}: NAME one of {', '.join(overload.CASES)}")
-            (gb,) = overload.simulate(args.binary, overload.CASES[name], scale, "gang-binpack", extra)
-            gb = overload.summary(gb)
+            name, scale, gb = overload.baseline(args.binary, case, extra, "overload_sweep.py")
             spot_gb = gb["tiers"].get("spot", {})
-            print(f"| {name} x{scale} | gang-binpack | {overload.dur(crit_high_mean(gb))} | "
+            print(f"| {name} x{scale} | gang-binpack | {overload.dur(overload.crit_high_mean(gb))} | "
                   f"{overload.dur(spot_gb.get('mean'))} | {overload.dur(spot_gb.get('p99'))} | "
                   f"{overload.dur(gb['tiers'].get('standard', {}).get('p50'))} | {overload.dur(gb['gpu_weighted'])} | "
                   f"0.000 | |")
@@ -97,7 +84,7 @@ def main():
                 totals[v][0] += met
                 totals[v][1] += len(res)
                 spot = s["tiers"].get("spot", {})
-                print(f"| {name} x{scale} | {v} | {overload.dur(crit_high_mean(s))} | {overload.dur(spot.get('mean'))} | "
+                print(f"| {name} x{scale} | {v} | {overload.dur(overload.crit_high_mean(s))} | {overload.dur(spot.get('mean'))} | "
                       f"{overload.dur(spot.get('p99'))} | {overload.dur(s['tiers'].get('standard', {}).get('p50'))} | "
                       f"{overload.dur(s['gpu_weighted'])} | {s['preempt_per_job']:.3f} | {met}/{len(res)} |", flush=True)
     if args.misses:
