@@ -227,33 +227,44 @@ double TierPreemption::ExpectedWaitForFootprint(const RunningGang& victim, bool 
   // from the per-pool sums with the changes since undone, or (gangs queued during the
   // pass, which the sums leave out) a prefix over the queue.
   const OrderKey order = OrderOf(victim.req, 0);
-  int ahead = 0;
-  auto since = ctx.ahead_since.find(queue);
-  if (since == ctx.ahead_since.end() && !ctx.ahead.contains(queue) && !ctx.order.HasUnindexedIn(queue)) {
-    since = ctx.ahead_since.emplace(queue, ctx.order.change_seq()).first;
-  }
-  if (since != ctx.ahead_since.end()) {
-    ahead = static_cast<int>(ctx.order.WaitingGpusBefore(&queue, order, since->second));
-  } else {
-    auto [it, inserted] = ctx.ahead.try_emplace(queue);
-    if (inserted) {
-      int sum = 0;
-      if (auto q = s_->by_pool.find(queue); q != s_->by_pool.end()) {
-        for (const auto& [o, w] : q->second) {
-          if (w->gone) continue;  // started earlier in this pass
-          const GangRequest& g = w->req;
-          sum += g.IsShare() ? 1 : g.Gpus();
-          it->second.emplace_back(o, sum);
+  // GPUs of the gangs that wait before it in `q` ("" = any pool).
+  auto ahead_in = [&](const std::string& q) {
+    int ahead = 0;
+    auto since = ctx.ahead_since.find(q);
+    if (since == ctx.ahead_since.end() && !ctx.ahead.contains(q) && !ctx.order.HasUnindexedIn(q)) {
+      since = ctx.ahead_since.emplace(q, ctx.order.change_seq()).first;
+    }
+    if (since != ctx.ahead_since.end()) {
+      ahead = static_cast<int>(ctx.order.WaitingGpusBefore(&q, order, since->second));
+    } else {
+      auto [it, inserted] = ctx.ahead.try_emplace(q);
+      if (inserted) {
+        int sum = 0;
+        if (auto by = s_->by_pool.find(q); by != s_->by_pool.end()) {
+          for (const auto& [o, w] : by->second) {
+            if (w->gone) continue;  // started earlier in this pass
+            const GangRequest& g = w->req;
+            sum += g.IsShare() ? 1 : g.Gpus();
+            it->second.emplace_back(o, sum);
+          }
         }
       }
+      const auto& prefix = it->second;
+      auto pos = std::lower_bound(prefix.begin(), prefix.end(), order,
+                                  [](const std::pair<OrderKey, int>& e, const OrderKey& o) { return e.first < o; });
+      ahead = pos == prefix.begin() ? 0 : std::prev(pos)->second;
     }
-    const auto& prefix = it->second;
-    auto pos = std::lower_bound(prefix.begin(), prefix.end(), order,
-                                [](const std::pair<OrderKey, int>& e, const OrderKey& o) { return e.first < o; });
-    ahead = pos == prefix.begin() ? 0 : std::prev(pos)->second;
-  }
+    if (preemptor.pool == q && OrderOf(preemptor, 0) < order) ahead = std::max(0, ahead - preemptor.Gpus());
+    return ahead;
+  };
+  int ahead = ahead_in(queue);
+  // A victim that may run in any pool waits, once re-queued, behind the gangs that need the
+  // pool it ran in as well as behind the other any-pool gangs: counting only the latter
+  // priced it at almost no wait, and under overload it waited hours (bench/RESULTS.md
+  // "Issue 25, session 6"). (A pool's victim is not charged every any-pool gang before it:
+  // those may go to any pool.)
+  if (queue.empty() && !victim.pool.empty()) ahead += ahead_in(victim.pool);
   const int gpus = victim.req.IsShare() ? 1 : victim.req.Gpus();
-  if (preemptor.pool == queue && OrderOf(preemptor, 0) < order) ahead = std::max(0, ahead - preemptor.Gpus());
   const int need = gpus + ahead;
   // The victim's own GPUs the preemptor leaves free stay free for it only while nothing else
   // waits; otherwise other work takes them (counting them always cost the LLM-era workload

@@ -2,6 +2,8 @@
 // preemption and the extender's preempt verb share (docs/algorithms.md §8.3).
 #include <deque>
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -273,4 +275,37 @@ TEST(EngineQuoteTest, AVictimsSpareGpusAreItsOwnOnlyWhileNothingElseWaits) {
 }
 
 }  // namespace
+// A victim that may run in any pool waits, once re-queued, behind the gangs that need its pool
+// just as a victim that names the pool does (issue 25, session 6): counting only the other
+// any-pool gangs priced it at the preemptor's run time, made it the cheapest victim of all
+// (432 of 682 evictions on the LLM mix at 3x) and its second wait fell on spot.
+TEST(EngineQuoteTest, AnAnyPoolVictimWaitsBehindItsPoolsGangsLikeThePoolsOwn) {
+  std::map<std::string, PricedPreemption> quotes;
+  for (const std::string pool : {"", "H100"}) {
+    SCOPED_TRACE(pool.empty() ? "any pool" : "H100");
+    testing::FakeDriver driver;
+    testing::AddRack(driver.mutable_state(), "n", 2, "r0");
+    Engine engine;
+    ASSERT_TRUE(engine.Enqueue(testing::Gang("other", 1, 8, kHigh, 0, 1000)).ok());
+    ASSERT_TRUE(engine.Enqueue(testing::Gang("victim", 1, 8, kStandard, 5, 36000, false, pool)).ok());
+    engine.Pass(5, driver);
+    ASSERT_TRUE(engine.IsRunning(GangKey("victim")));
+    // Two nodes, submitted before the victim, waiting for H100: the victim comes back behind it.
+    ASSERT_TRUE(engine.Enqueue(testing::Gang("earlier", 2, 8, kStandard, 1, 3600)).ok());
+    engine.Pass(10, driver);
+    ASSERT_TRUE(engine.IsWaiting(GangKey("earlier")));
+    const GangRequest high = testing::Gang("high", 1, 8, kHigh, 10, 600);
+    const std::vector<VictimCandidate> candidates = {VictimCandidate{.key = GangKey("victim")}};
+    auto q = engine.QuotePreemption(high, 1000, candidates, 10, driver);
+    ASSERT_TRUE(q.ok());
+    quotes[pool] = *q;
+  }
+  EXPECT_DOUBLE_EQ(quotes[""].price.cost, quotes["H100"].price.cost);
+  EXPECT_EQ(quotes[""].outcome, quotes["H100"].outcome) << quotes[""].why;
+  // Both are counted behind the earlier gang (less the preemptor's own 8 GPUs, which the
+  // engine counts as waiting before them in a pass): 16 GPUs the pool frees nowhere in sight,
+  // not worth 1,000 s of the high gang's wait.
+  EXPECT_EQ(quotes[""].outcome, PricedPreemption::Outcome::kDeclined) << quotes[""].why;
+}
+
 }  // namespace phalanx::scheduling
