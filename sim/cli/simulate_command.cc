@@ -35,6 +35,7 @@ struct SimulateFlags {
   bool no_queues = false;
   std::string report;
   std::string html;
+  std::string jobs_csv;
   std::string prices;
   bool json = false;
   bool quiet = false;
@@ -106,6 +107,7 @@ int RunSimulate(const SimulateFlags& f) {
   }
   if (f.no_duration_hints) opts.policy.hints.mode = HintModel::Mode::kNone;
   opts.sim.restart_overhead_s = f.restart_overhead;
+  opts.sim.job_results = !f.jobs_csv.empty();
   auto current = std::make_shared<std::string>();
   const bool progress = !f.quiet && isatty(STDERR_FILENO);
   if (progress) {
@@ -135,6 +137,10 @@ int RunSimulate(const SimulateFlags& f) {
   }
   if (!f.html.empty() && !WriteFile(f.html, RenderHtml(*report))) {
     std::cerr << "phalanx simulate: cannot write " << f.html << "\n";
+    return 1;
+  }
+  if (!f.jobs_csv.empty() && !WriteFile(f.jobs_csv, RenderJobsCsv(report->policies))) {
+    std::cerr << "phalanx simulate: cannot write " << f.jobs_csv << "\n";
     return 1;
   }
   return 0;
@@ -181,6 +187,9 @@ void RegisterSimulateCommand(cli::CommandRegistry& registry) {
                            "per queue and of lost work (docs/simulator.md \"Cost\")");
             app.add_option("--report", flags->report, "write the JSON report to this file");
             app.add_option("--html", flags->html, "write a self-contained HTML report to this file");
+            app.add_option("--jobs-csv", flags->jobs_csv,
+                           "write one CSV row per job per policy to this file: its wait, start, finish, "
+                           "preemptions, node group, outcome (docs/simulator.md \"Per-job results\")");
             app.add_flag("--json", flags->json, "print the JSON report on stdout instead of the table");
             app.add_flag("--quiet", flags->quiet, "no progress bar; no table when --report/--html are given");
           },

@@ -301,6 +301,7 @@ Result<SimCluster> BuildSimCluster(const ClusterSpec& spec) {
       }
       n.domains[kLevelZone] = g.zone;
       if (!mig_slices.empty()) out.mig.SetNode(n.name, mig_slices);
+      out.node_groups.emplace(n.name, g.name);
       auto added = state.AddNode(std::move(n));
       if (!added.ok()) return added.status();
     }

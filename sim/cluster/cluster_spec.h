@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/base/result.h"
@@ -78,10 +79,12 @@ struct SimCluster {
   placement::ClusterState state;
   placement::MigLedger mig;
   int preexisting_pods = 0;
+  // Node group (NodeGroup::name) of every node; empty for a snapshot, which has none.
+  std::unordered_map<NodeName, std::string> node_groups;
 };
 
 // Builds the ledger: one node per group member, named "<group>-<n>", all GPUs healthy;
-// GPUs in MIG mode are carved into the group's layouts.
+// GPUs in MIG mode are carved into the group's layouts. Records each node's group.
 Result<SimCluster> BuildSimCluster(const ClusterSpec& spec);
 Result<placement::ClusterState> BuildClusterState(const ClusterSpec& spec);
 

@@ -51,6 +51,7 @@ Result<SimulationReport> RunSimulation(const ClusterSpec& cluster, const Workloa
     sim_config.queues = cluster.queues;
     PHX_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(name, policy_options));
     PHX_ASSIGN_OR_RETURN(SimCluster built, BuildSimCluster(cluster));
+    sim_config.node_groups = std::move(built.node_groups);
     if (options.on_policy) options.on_policy(name);
     Simulator sim(workload, std::move(built.state), std::move(built.mig), *policy, sim_config);
     report.policies.push_back(sim.Run());

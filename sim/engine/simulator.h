@@ -63,6 +63,11 @@ struct SimConfig {
   std::optional<cost::PriceTable> prices;
   // Called about every 1% of submitted jobs with the fraction done (progress bar).
   std::function<void(double)> progress;
+  // --jobs-csv: fill PolicyReport::job_results (one row per job, built once at the end).
+  bool job_results = false;
+  // Node group of each node (SimCluster::node_groups) for those rows; a node not in it
+  // (a snapshot's) stands for itself.
+  std::unordered_map<NodeName, std::string> node_groups;
 };
 
 enum class JobPhase : uint8_t { kPending, kQueued, kRunning, kRestarting, kDone, kNeverFits };
@@ -88,7 +93,9 @@ struct JobRun {
   int bound = 0;
   bool ever_partial = false;
   bool backfilled = false;  // the current attempt was admitted as backfill
-  std::vector<NodeName> nodes;  // the current attempt's member nodes, by member (set when it starts)
+  // The member nodes of the attempt that ran last, by member (set when it starts; kept
+  // after it ends).
+  std::vector<NodeName> nodes;
   bool stopping = false;    // told to checkpoint and stop (graceful preemption)
   bool reclaim = false;     // the pending preemption returns another queue's nominal quota
 };
@@ -177,6 +184,7 @@ class Simulator {
   void FillCost(PolicyReport& rep, double end) const;
   std::string CheckFitsEmpty(const Job& job) const;  // "" if it fits an empty cluster
   PolicyReport BuildReport(double wall_seconds);
+  std::vector<JobResult> JobResults(double end) const;  // config_.job_results
 
   const Workload& workload_;
   placement::ClusterState state_;

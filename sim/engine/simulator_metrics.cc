@@ -146,10 +146,40 @@ PolicyReport Simulator::BuildReport(double wall_seconds) {
   rep.multi_node_gangs_in_one_rack = multi_node_one_rack_;
   queues_.FillReport(rep, end);
   FillCost(rep, end);
+  if (config_.job_results) rep.job_results = JobResults(end);
   rep.events = counted_events_;
   rep.wall_seconds = wall_seconds;
   rep.events_per_second = wall_seconds > 0 ? static_cast<double>(counted_events_) / wall_seconds : 0;
   return rep;
+}
+
+std::vector<JobResult> Simulator::JobResults(double end) const {
+  std::vector<JobResult> rows;
+  rows.reserve(runs_.size());
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    const Job& j = workload_.jobs[i];
+    const JobRun& r = runs_[i];
+    JobResult row{.job = j.id, .name = j.name, .tier = j.tier, .queue = j.queue, .pool = j.pool.value_or(""),
+                  .members = j.replicas, .gpus_per_member = j.gpus_per_replica, .mig_profile = j.mig_profile,
+                  .submit = j.submit, .queueing_s = r.queue_time, .first_start = r.first_start, .finish = r.finish,
+                  .preemptions = r.preemptions, .lost_gpu_hours = r.lost_gpu_seconds / 3600};
+    // The outcomes BuildReport counts: never-fit jobs apart, done = completed, else unfinished.
+    if (r.phase == JobPhase::kNeverFits) {
+      row.outcome = JobOutcome::kNeverFits;
+    } else if (r.phase == JobPhase::kDone) {
+      row.outcome = JobOutcome::kDone;
+    } else {
+      row.outcome = JobOutcome::kUnfinished;
+      // Still waiting when nothing else could happen: that wait counts too.
+      if (r.phase == JobPhase::kQueued) row.queueing_s += std::max(0.0, end - r.queued_since);
+    }
+    if (!r.nodes.empty() && !r.nodes.front().empty()) {
+      auto g = config_.node_groups.find(r.nodes.front());
+      row.first_node_group = g != config_.node_groups.end() ? g->second : r.nodes.front().str();
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace phalanx::sim

@@ -122,8 +122,12 @@ void Simulator::BecomeRunning(JobId id) {
   running_.insert(id);
   r.nodes.clear();
   for (const PodUid& pod : r.pods) {
-    const placement::PodAllocation* a = state_.FindPod(pod);
-    r.nodes.push_back(a ? state_.node(a->node).spec.name : NodeName());
+    if (const placement::MigHolding* h = mig_.FindPod(pod)) {
+      r.nodes.push_back(h->node);
+    } else {
+      const placement::PodAllocation* a = state_.FindPod(pod);
+      r.nodes.push_back(a ? state_.node(a->node).spec.name : NodeName());
+    }
   }
   busy_gpus_ += JobGpus(j);
   queues_.AddRunning(QueueOf(id), QueueGpus(j));

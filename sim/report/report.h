@@ -100,6 +100,29 @@ struct NeverFit {
   std::string reason;
 };
 
+// How a job's replay ended (simulator_metrics.cc classifies them as the report counts them).
+enum class JobOutcome : uint8_t { kDone, kUnfinished, kNeverFits };
+
+// One job under one policy: the rows of --jobs-csv (docs/simulator.md "Per-job results").
+// Times are seconds since the trace start; -1 = never.
+struct JobResult {
+  int job = 0;  // id: index in submit order (the same job under every policy)
+  std::string name, tier, queue;
+  std::string pool;  // the pool the job requires; "" = any pool
+  int members = 1, gpus_per_member = 1;
+  std::string mig_profile;
+  double submit = 0;
+  // Over all attempts; for a job still queued at the end, its wait until then too.
+  double queueing_s = 0;
+  double first_start = -1, finish = -1;
+  int preemptions = 0;
+  double lost_gpu_hours = 0;
+  // Node group of the node its first member ran on in its last attempt that ran; for a
+  // snapshot cluster (no node groups) the node's name; "" = never ran.
+  std::string first_node_group;
+  JobOutcome outcome = JobOutcome::kUnfinished;
+};
+
 struct PolicyReport {
   std::string policy;
   int jobs = 0;
@@ -152,6 +175,9 @@ struct PolicyReport {
   FairnessReport fairness;
   std::vector<Sample> timeline;
   std::vector<NeverFit> never_fit_jobs;  // first 20
+  // Every job, in id order, when SimConfig::job_results asked for them (--jobs-csv); the
+  // table, JSON and HTML writers never show them (the JSON report keeps its size).
+  std::vector<JobResult> job_results;
 };
 
 struct SimulationReport {
