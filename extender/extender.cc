@@ -281,8 +281,9 @@ json::Json Extender::StateJson() const {
   return out;
 }
 
-std::vector<DurationRatioInfo> Extender::DurationRatios() const {
+std::vector<DurationRatioInfo> Extender::DurationRatios(scheduling::EngineStats* stats) const {
   std::lock_guard admission(admission_mu_);  // the engine
+  if (stats != nullptr) *stats = engine_.stats();
   return DurationRatiosLocked();
 }
 

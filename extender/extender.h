@@ -94,8 +94,9 @@ class Extender final {
   // empty without queues.
   std::vector<QueueStatusInfo> QueueStatuses() const;
   // The engine's learned run-time ratio per tier, hinted and not (engine_metrics.h,
-  // /debug/state "durationCalibration").
-  std::vector<DurationRatioInfo> DurationRatios() const;
+  // /debug/state "durationCalibration"), and its counts since start if `stats` is given (read
+  // under the same lock).
+  std::vector<DurationRatioInfo> DurationRatios(scheduling::EngineStats* stats = nullptr) const;
   // After the initial list (informers synced or snapshot loaded): completes the binding
   // of committed gang members (devices annotated but unbound), as a restarted extender
   // must; uncommitted plans never survive a restart (they live only in memory). Only the

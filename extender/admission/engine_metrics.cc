@@ -1,5 +1,8 @@
 #include "extender/admission/engine_metrics.h"
 
+#include <cstdint>
+#include <utility>
+
 #include "core/metrics/gauge.h"
 #include "extender/extender.h"
 
@@ -15,10 +18,33 @@ EngineMetrics::EngineMetrics(metrics::Registry& registry) {
                                    "Gang ends the duration ratio was learned from (the last 256 at most).",
                                    {"tier", "hinted"});
   if (samples.ok()) samples_ = *samples;
+  // Counts since start, exposed as gauges like the extender's other since-start counts.
+  auto events = registry.AddGauge("phalanx_extender_engine_total",
+                                  "The scheduling engine's counts since start, by event (passes, gangs admitted and "
+                                  "backfilled, gangs preempted, reclaims, queue reclaims, preemptions declined as not "
+                                  "worth their price, run-time overruns, evictions refused).",
+                                  {"event"});
+  if (events.ok()) events_ = *events;
 }
 
-void EngineMetrics::Update(const std::vector<DurationRatioInfo>& ratios) {
+void EngineMetrics::Update(const std::vector<DurationRatioInfo>& ratios, const scheduling::EngineStats& stats) {
   std::lock_guard lock(mu_);
+  if (events_ != nullptr) {
+    const std::pair<const char*, uint64_t> counts[] = {
+        {"passes", stats.passes},
+        {"admitted", stats.admitted},
+        {"backfilled", stats.backfilled},
+        {"preemptions", stats.preemptions},
+        {"reclaims", stats.reclaims},
+        {"queue_reclaims", stats.queue_reclaims},
+        {"preemptions_declined", stats.preemptions_declined},
+        {"overruns", stats.overruns},
+        {"evictions_refused", stats.evictions_refused},
+    };
+    for (const auto& [event, n] : counts) {
+      if (auto g = events_->WithLabels({event}); g.ok()) (*g)->Set(static_cast<double>(n));
+    }
+  }
   for (const DurationRatioInfo& r : ratios) {
     const std::vector<std::string> labels = {r.tier, r.hinted ? "true" : "false"};
     if (ratio_ != nullptr) {
@@ -30,6 +56,10 @@ void EngineMetrics::Update(const std::vector<DurationRatioInfo>& ratios) {
   }
 }
 
-void EngineMetrics::Refresh(const Extender& extender) { Update(extender.DurationRatios()); }
+void EngineMetrics::Refresh(const Extender& extender) {
+  scheduling::EngineStats stats;
+  std::vector<DurationRatioInfo> ratios = extender.DurationRatios(&stats);
+  Update(ratios, stats);
+}
 
 }  // namespace phalanx::extender

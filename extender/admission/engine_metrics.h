@@ -4,6 +4,10 @@
 //   phalanx_extender_duration_ratio{tier,hinted}    sum(run)/sum(expected) applied to that
 //                                                   tier's expectations (1 until learned)
 //   phalanx_extender_duration_samples{tier,hinted}  gang ends it was learned from (window)
+//   phalanx_extender_engine_total{event}            the engine's counts since start (EngineStats):
+//                                                   passes, admitted, backfilled, preemptions,
+//                                                   reclaims, queue_reclaims, preemptions_declined,
+//                                                   overruns, evictions_refused
 //
 // `hinted` is "true" for gangs with a duration hint (a TrainingJob's
 // activeDeadlineSeconds), "false" for those expected to run their tier's default.
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "core/metrics/registry.h"
+#include "core/scheduling/engine_types.h"
 
 namespace phalanx::extender {
 
@@ -30,12 +35,12 @@ struct DurationRatioInfo {
 class EngineMetrics {
  public:
   explicit EngineMetrics(metrics::Registry& registry);
-  void Update(const std::vector<DurationRatioInfo>& ratios);
+  void Update(const std::vector<DurationRatioInfo>& ratios, const scheduling::EngineStats& stats);
   void Refresh(const Extender& extender);
 
  private:
   std::mutex mu_;
-  metrics::GaugeFamily *ratio_ = nullptr, *samples_ = nullptr;
+  metrics::GaugeFamily *ratio_ = nullptr, *samples_ = nullptr, *events_ = nullptr;
 };
 
 }  // namespace phalanx::extender

@@ -152,7 +152,16 @@ TEST(EngineMetricsTest, ExposesTheLearnedDurationRatioPerTier) {
   ASSERT_EQ(state.size(), 8u) << state.dump();
   EXPECT_EQ(state[0]["tier"], "critical");
   EXPECT_EQ(state[0]["ratio"], 1.0);
-  gauges.Update({{.tier = "standard", .hinted = true, .ratio = 0.4, .samples = 256}});
+  // The engine's counts: nothing admitted yet; a gang admitted by a pass counts.
+  EXPECT_NE(text.find("phalanx_extender_engine_total{event=\"preemptions_declined\"} 0"), std::string::npos) << text;
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("dgx-0")).ok());
+  for (int i = 0; i < 2; ++i) c.ext.OnPod(GangPod("g", i, 4, 2));
+  c.ext.Tick();
+  gauges.Refresh(c.ext);
+  text = registry.Expose();
+  EXPECT_EQ(Line(text, R"(phalanx_extender_engine_total{event="admitted"})"),
+            R"(phalanx_extender_engine_total{event="admitted"} 1)");
+  gauges.Update({{.tier = "standard", .hinted = true, .ratio = 0.4, .samples = 256}}, {});
   text = registry.Expose();
   EXPECT_EQ(Line(text, R"(phalanx_extender_duration_ratio{tier="standard",hinted="true"})"),
             R"(phalanx_extender_duration_ratio{tier="standard",hinted="true"} 0.4)");
