@@ -225,13 +225,14 @@ void AdmissionPass::Pass(MonotonicTime now, std::shared_lock<std::shared_mutex>&
   std::set<GangKey> ready, holding_gangs;
   std::vector<std::pair<const GangRecord*, int>> arrivals;  // to queue, with their size
   for (const auto& [key, g] : h_.ledger.gangs()) {
-    int gated = 0, holding = 0;
+    int gated = 0, holding = 0, bound = 0;
     for (const PodUid& uid : g.members) {
       const PodRecord* rec = h_.ledger.FindPod(uid);
       if (rec && rec->info.gated) gated++;
       if (rec && rec->holding != Holding::kNone) holding++;
-      if (rec && !rec->info.node_name.empty() && engine_running_.contains(key)) engine_ran_.insert(key);
+      if (rec && !rec->info.node_name.empty()) bound++;
     }
+    if (bound > 0 && engine_running_.contains(key)) engine_ran_.insert(key);
     const auto min = EffectiveMin(g, now);
     const int members = std::max(min.value_or(0), static_cast<int>(g.members.size()));
     if (g.plan || holding > 0) holding_gangs.insert(key);
