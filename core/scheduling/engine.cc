@@ -168,8 +168,8 @@ void Engine::OnEnded(const GangKey& key, double now) {
   if (it == state_->running.end()) return;
   const RunningGang& r = it->second;
   // Adopted gangs started before they were seen (after a restart, or bound through
-  // kube-scheduler): their run time is unknown, not short.
-  if (!r.evicting && !r.adopted) {
+  // kube-scheduler): their run time is unknown, not short. Preempted ones ended early.
+  if (!r.evicting && !r.adopted && !r.preempted_elsewhere) {
     const GangRequest& g = r.req;
     const bool hinted = g.duration_hint_s && *g.duration_hint_s > 0;
     state_->calibration.Observe(state_->TierIndex(state_->policy.TierOf(g.priority)), hinted,
@@ -230,7 +230,11 @@ std::optional<PreemptionStanding> Engine::VictimStanding(const GangKey& key, dou
   return preemption_.StandingOf(it->second.req.job, it->second.req.priority, it->second.started, now);
 }
 
-void Engine::RecordPreemption(const std::string& job, double now) { preemption_.Record(job, now); }
+void Engine::RecordPreemption(const std::string& job, double now, const std::optional<GangKey>& victim) {
+  preemption_.Record(job, now);
+  if (!victim) return;
+  if (auto it = state_->running.find(*victim); it != state_->running.end()) it->second.preempted_elsewhere = true;
+}
 
 double Engine::ExpectedWait(const GangRequest& g, double now, const placement::ClusterState& state) const {
   return preemption_.ExpectedWait(order_, g, now, state);

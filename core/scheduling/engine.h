@@ -161,8 +161,9 @@ class Engine {
                                            std::optional<std::set<std::string>> domains = std::nullopt,
                                            std::optional<GangKey> own_plan = std::nullopt) const;
   // A preemption decided elsewhere (the preempt verb) counts against the job's minimum
-  // run and daily cap like the engine's own.
-  void RecordPreemption(const std::string& job, double now);
+  // run and daily cap like the engine's own; `victim`, if the engine runs it, ends by that
+  // preemption, so its end teaches the calibration nothing (OnEnded).
+  void RecordPreemption(const std::string& job, double now, const std::optional<GangKey>& victim = std::nullopt);
   const EngineStats& stats() const { return state_->stats; }
 
  private:

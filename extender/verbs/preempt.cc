@@ -52,6 +52,12 @@ struct VictimGroup {
   bool leaving = false;               // a TrainingJob of it was asked to stop already
 };
 
+// The engine's key of a victim group: a gang's, none for a single pod ("pod:<uid>").
+std::optional<GangKey> EngineKeyOf(const VictimGroup& g) {
+  if (g.key.starts_with("pod:")) return std::nullopt;
+  return GangKey(g.key);
+}
+
 // Answers the engine's questions about candidates from what the verb computed.
 class QuoteDriver final : public scheduling::EngineDriver {
  public:
@@ -113,7 +119,7 @@ struct Candidates {
     for (int v : quote.decision->victims) {
       if (!quote.graceful[static_cast<size_t>(v)]) continue;
       const VictimGroup& g = *groups[static_cast<size_t>(v)];
-      if (!g.leaving) engine.RecordPreemption(g.job, now);
+      if (!g.leaving) engine.RecordPreemption(g.job, now, EngineKeyOf(g));
       jobs.insert(g.notice_jobs.begin(), g.notice_jobs.end());
     }
     return jobs;
@@ -312,7 +318,7 @@ PreemptResult PreemptVerb::Preempt(const PreemptArgs& args) {
   size_t victim_count = 0;
   for (int v : decision.victims) {
     const VictimGroup& g = *candidates.groups[static_cast<size_t>(v)];
-    if (!g.leaving) engine_.RecordPreemption(g.job, now);
+    if (!g.leaving) engine_.RecordPreemption(g.job, now, EngineKeyOf(g));
     EvictionJob job;
     job.group = g.key.starts_with("pod:") ? g.members.front()->info.Key() : g.key;
     job.preemptor = args.pod.Key();
@@ -408,7 +414,7 @@ PreemptResult PreemptVerb::PreemptGang(const PreemptArgs& args, const PodRecord&
   size_t victim_count = 0;
   for (int v : decision.victims) {
     const VictimGroup& vg = *candidates.groups[static_cast<size_t>(v)];
-    if (!vg.leaving) engine_.RecordPreemption(vg.job, now);
+    if (!vg.leaving) engine_.RecordPreemption(vg.job, now, EngineKeyOf(vg));
     EvictionJob job;
     job.group = vg.key.starts_with("pod:") ? vg.members.front()->info.Key() : vg.key;
     job.preemptor = "gang " + g->key.str();

@@ -64,6 +64,7 @@ struct RunningGang {
   double expected_end = 0;
   bool reclaimable = false;  // admitted as preemptible backfill over a head
   bool adopted = false;      // AdoptRunning: its start is only when it was first seen
+  bool preempted_elsewhere = false;  // the preempt verb chose it (Engine::RecordPreemption)
   bool evicting = false;     // asked to checkpoint and stop: no longer a candidate
   double evicted_at = 0;     // ... when (its entry in TierPreemption's history)
   int team = -1;             // resolved team queue (QueueLedger index; queues on)

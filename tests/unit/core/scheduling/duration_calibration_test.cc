@@ -191,5 +191,30 @@ TEST(EngineCalibrationTest, AdoptedGangsAreNotLearnedFrom) {
   EXPECT_EQ(engine.calibration().Samples(engine.policy().tiers.size() - 2, true), 0u);
 }
 
+// A gang the preempt verb chose (kube-scheduler preempts it) ended early by that, not by itself.
+TEST(EngineCalibrationTest, GangsThePreemptVerbChoseAreNotLearnedFrom) {
+  FakeDriver driver;
+  testing::AddRack(driver.mutable_state(), "n", 4, "r0");
+  Engine engine;
+  const size_t standard = engine.policy().tiers.size() - 2;
+  for (size_t i = 0; i < kN; ++i) {
+    const GangKey key("verb-victim-" + std::to_string(i));
+    ASSERT_TRUE(engine.Enqueue(Gang(key.str(), 1, 1, kStandard, 0, 10000)).ok());
+    engine.Pass(0, driver);
+    ASSERT_TRUE(engine.IsRunning(key));
+    engine.RecordPreemption(key.str(), 100, key);
+    driver.Release(key);
+    engine.OnEnded(key, 100);
+  }
+  EXPECT_EQ(engine.calibration().Samples(standard, true), 0u);
+  // Recorded without naming the gang (a single pod's preemption), an end still teaches.
+  const GangKey other("ends-by-itself");
+  ASSERT_TRUE(engine.Enqueue(Gang(other.str(), 1, 1, kStandard, 0, 10000)).ok());
+  engine.Pass(0, driver);
+  engine.RecordPreemption("some-pod", 100);
+  engine.OnEnded(other, 5000);
+  EXPECT_EQ(engine.calibration().Samples(standard, true), 1u);
+}
+
 }  // namespace
 }  // namespace phalanx::scheduling
