@@ -2,6 +2,8 @@
 // pool, FGD fragmentation with the pods' task mix, pending gangs, and the exposition.
 #include "extender/state/ledger_metrics.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -167,6 +169,41 @@ TEST(EngineMetricsTest, ExposesTheLearnedDurationRatioPerTier) {
             R"(phalanx_extender_duration_ratio{tier="standard",hinted="true"} 0.4)");
   EXPECT_EQ(Line(text, R"(phalanx_extender_duration_samples{tier="standard",hinted="true"})"),
             R"(phalanx_extender_duration_samples{tier="standard",hinted="true"} 256)");
+}
+
+// The extender teaches the engine's calibration only with gangs it saw bound: a gang whose
+// plan was dropped before anything bound (deleted while gated) ran nothing.
+TEST(EngineMetricsTest, OnlyGangsThatBoundTeachTheCalibration) {
+  TestCluster c;
+  ASSERT_TRUE(c.ext.OnNode(DgxNode("dgx-0")).ok());
+  auto spot_unhinted = [&] {
+    for (const DurationRatioInfo& r : c.ext.DurationRatios())
+      if (r.tier == "spot" && !r.hinted) return r.samples;
+    return size_t{99};
+  };
+  // Planned, bound, ran ten minutes, ended.
+  PodInfo ran = GangPod("ran", 0, 8, 1);
+  c.ext.OnPod(ran);
+  c.ext.Tick();
+  ran.gated = false;
+  ran.node_name = "dgx-0";
+  ran.phase = PodPhase::kRunning;
+  c.ext.OnPod(ran);
+  c.clock.Advance(std::chrono::seconds(1));
+  c.ext.Tick();
+  c.clock.Advance(std::chrono::minutes(10));
+  c.ext.OnPodDeleted(ran.uid);
+  c.ext.Tick();
+  EXPECT_EQ(spot_unhinted(), 1u);
+  // Planned, then deleted before it bound.
+  PodInfo dropped = GangPod("dropped", 0, 8, 1);
+  c.ext.OnPod(dropped);
+  c.clock.Advance(std::chrono::seconds(1));
+  c.ext.Tick();
+  c.clock.Advance(std::chrono::seconds(30));
+  c.ext.OnPodDeleted(dropped.uid);
+  c.ext.Tick();
+  EXPECT_EQ(spot_unhinted(), 1u) << json::Dump(c.ext.StateJson()["durationCalibration"]);
 }
 
 }  // namespace
