@@ -274,28 +274,27 @@ json::Json Extender::StateJson() const {
   }
   out["teamQueues"] = std::move(queues);
   json::Json calibration = json::Json::array();
-  for (const DurationRatioInfo& r : DurationRatiosLocked()) {
+  for (const DurationRatioInfo& r : ReadEngineLocked().ratios) {
     calibration.push_back({{"tier", r.tier}, {"hinted", r.hinted}, {"ratio", r.ratio}, {"samples", r.samples}});
   }
   out["durationCalibration"] = std::move(calibration);
   return out;
 }
 
-std::vector<DurationRatioInfo> Extender::DurationRatios(scheduling::EngineStats* stats) const {
+EngineReadout Extender::ReadEngine() const {
   std::lock_guard admission(admission_mu_);  // the engine
-  if (stats != nullptr) *stats = engine_.stats();
-  return DurationRatiosLocked();
+  return ReadEngineLocked();
 }
 
-std::vector<DurationRatioInfo> Extender::DurationRatiosLocked() const {
-  std::vector<DurationRatioInfo> out;
-  const scheduling::EnginePolicy& policy = engine_.policy();
-  for (size_t t = 0; t < policy.tiers.size(); ++t) {
+EngineReadout Extender::ReadEngineLocked() const {
+  EngineReadout out{.stats = engine_.stats()};
+  const std::vector<scheduling::TierPolicy>& tiers = engine_.policy().tiers;
+  for (size_t t = 0; t < tiers.size(); ++t) {
     for (bool hinted : {true, false}) {
-      out.push_back({.tier = policy.tiers[t].name,
-                     .hinted = hinted,
-                     .ratio = policy.calibrate_durations ? engine_.calibration().Ratio(t, hinted) : 1.0,
-                     .samples = engine_.calibration().Samples(t, hinted)});
+      out.ratios.push_back({.tier = tiers[t].name,
+                            .hinted = hinted,
+                            .ratio = engine_.DurationRatio(t, hinted),
+                            .samples = engine_.calibration().Samples(t, hinted)});
     }
   }
   return out;

@@ -93,10 +93,9 @@ class Extender final {
   // Each team queue as the engine counts it now (GpuQueue status, /debug/state, metrics);
   // empty without queues.
   std::vector<QueueStatusInfo> QueueStatuses() const;
-  // The engine's learned run-time ratio per tier, hinted and not (engine_metrics.h,
-  // /debug/state "durationCalibration"), and its counts since start if `stats` is given (read
-  // under the same lock).
-  std::vector<DurationRatioInfo> DurationRatios(scheduling::EngineStats* stats = nullptr) const;
+  // The engine's counts since start and its run-time ratio per tier, hinted and not
+  // (engine_metrics.h; /debug/state "durationCalibration"), read under one lock.
+  EngineReadout ReadEngine() const;
   // After the initial list (informers synced or snapshot loaded): completes the binding
   // of committed gang members (devices annotated but unbound), as a restarted extender
   // must; uncommitted plans never survive a restart (they live only in memory). Only the
@@ -138,7 +137,7 @@ class Extender final {
   // Bind barriers past their deadline (BindVerb) and plans nobody binds against.
   bool AnyExpired(MonotonicTime now) const;         // shared lock held
   void ExpireBarriersAndPlans(MonotonicTime now);   // exclusive lock held
-  std::vector<DurationRatioInfo> DurationRatiosLocked() const;  // admission lock held
+  EngineReadout ReadEngineLocked() const;  // admission lock held
 
   const ExtenderConfig config_;
   Clock& clock_;

@@ -171,8 +171,7 @@ void Engine::OnEnded(const GangKey& key, double now) {
   // kube-scheduler): their run time is unknown, not short. Preempted ones ended early.
   if (!r.evicting && !r.adopted && !r.preempted_elsewhere) {
     const GangRequest& g = r.req;
-    const bool hinted = g.duration_hint_s && *g.duration_hint_s > 0;
-    state_->calibration.Observe(state_->TierIndex(state_->policy.TierOf(g.priority)), hinted,
+    state_->calibration.Observe(state_->TierIndex(state_->policy.TierOf(g.priority)), EngineState::Hinted(g),
                                 state_->GivenDuration(g), now - r.started);
   }
   state_->EraseRunning(it);

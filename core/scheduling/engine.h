@@ -70,8 +70,10 @@ class Engine {
   explicit Engine(EnginePolicy policy = EnginePolicy::Defaults(), QueueConfig queues = {});
 
   const EnginePolicy& policy() const { return state_->policy; }
-  // Expected run times as learned from gangs' ends (Engine::OnEnded).
+  // Expected run times as learned from gangs' ends (Engine::OnEnded), and the factor the
+  // engine applies to tier `tier` (EnginePolicy::tiers index) now (1 with calibration off).
   const DurationCalibration& calibration() const { return state_->calibration; }
+  double DurationRatio(size_t tier, bool hinted) const { return state_->DurationRatio(tier, hinted); }
   // Replaces the team queues (the extender: GpuQueue objects changed). Running and
   // waiting gangs are re-assigned by their GangRequest::queue. InvalidArgument naming the
   // field, and nothing changes, if `queues` does not validate.

@@ -27,7 +27,8 @@ EngineMetrics::EngineMetrics(metrics::Registry& registry) {
   if (events.ok()) events_ = *events;
 }
 
-void EngineMetrics::Update(const std::vector<DurationRatioInfo>& ratios, const scheduling::EngineStats& stats) {
+void EngineMetrics::Update(const EngineReadout& engine) {
+  const scheduling::EngineStats& stats = engine.stats;
   std::lock_guard lock(mu_);
   if (events_ != nullptr) {
     const std::pair<const char*, uint64_t> counts[] = {
@@ -45,7 +46,7 @@ void EngineMetrics::Update(const std::vector<DurationRatioInfo>& ratios, const s
       if (auto g = events_->WithLabels({event}); g.ok()) (*g)->Set(static_cast<double>(n));
     }
   }
-  for (const DurationRatioInfo& r : ratios) {
+  for (const DurationRatioInfo& r : engine.ratios) {
     const std::vector<std::string> labels = {r.tier, r.hinted ? "true" : "false"};
     if (ratio_ != nullptr) {
       if (auto g = ratio_->WithLabels(labels); g.ok()) (*g)->Set(r.ratio);
@@ -56,10 +57,6 @@ void EngineMetrics::Update(const std::vector<DurationRatioInfo>& ratios, const s
   }
 }
 
-void EngineMetrics::Refresh(const Extender& extender) {
-  scheduling::EngineStats stats;
-  std::vector<DurationRatioInfo> ratios = extender.DurationRatios(&stats);
-  Update(ratios, stats);
-}
+void EngineMetrics::Refresh(const Extender& extender) { Update(extender.ReadEngine()); }
 
 }  // namespace phalanx::extender

@@ -32,10 +32,16 @@ struct DurationRatioInfo {
   size_t samples = 0;
 };
 
+// What Extender::ReadEngine reads under the admission lock.
+struct EngineReadout {
+  scheduling::EngineStats stats;
+  std::vector<DurationRatioInfo> ratios;  // per tier, hinted then not
+};
+
 class EngineMetrics {
  public:
   explicit EngineMetrics(metrics::Registry& registry);
-  void Update(const std::vector<DurationRatioInfo>& ratios, const scheduling::EngineStats& stats);
+  void Update(const EngineReadout& engine);
   void Refresh(const Extender& extender);
 
  private:

@@ -137,19 +137,21 @@ struct EngineState {
   QueueLedger ledger;
   std::map<GangKey, OutsideBooking> outside;
 
-  // The gang's hint, else its tier's default, scaled by what ends of its tier showed
-  // (DurationCalibration; EnginePolicy::calibrate_durations).
-  double ExpectedDuration(const GangRequest& g) const {
-    const bool hinted = g.duration_hint_s && *g.duration_hint_s > 0;
-    const TierPolicy& tier = policy.TierOf(g.priority);
-    const double given = hinted ? *g.duration_hint_s : tier.default_duration_s;
-    if (!policy.calibrate_durations) return given;
-    return given * calibration.Ratio(TierIndex(tier), hinted);
-  }
-  // The uncalibrated expectation (what a gang's end is compared with).
+  static bool Hinted(const GangRequest& g) { return g.duration_hint_s && *g.duration_hint_s > 0; }
+  // What the gang says it runs: its hint, else its tier's default (what its end is compared with).
   double GivenDuration(const GangRequest& g) const {
-    if (g.duration_hint_s && *g.duration_hint_s > 0) return *g.duration_hint_s;
-    return policy.TierOf(g.priority).default_duration_s;
+    return Hinted(g) ? *g.duration_hint_s : policy.TierOf(g.priority).default_duration_s;
+  }
+  // The factor expectations of tier `tier` (and kind) are scaled by now: what its gangs' ends
+  // showed (DurationCalibration), or 1 with EnginePolicy::calibrate_durations off.
+  double DurationRatio(size_t tier, bool hinted) const {
+    return policy.calibrate_durations ? calibration.Ratio(tier, hinted) : 1;
+  }
+  // The gang's given duration as this engine expects it to turn out.
+  double ExpectedDuration(const GangRequest& g) const {
+    const TierPolicy& tier = policy.TierOf(g.priority);
+    const bool hinted = Hinted(g);
+    return (hinted ? *g.duration_hint_s : tier.default_duration_s) * DurationRatio(TierIndex(tier), hinted);
   }
   size_t TierIndex(const TierPolicy& tier) const { return static_cast<size_t>(&tier - policy.tiers.data()); }
   static int FreeGpus(const placement::ClusterState& state, const std::string& pool) {

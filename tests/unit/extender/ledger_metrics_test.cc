@@ -163,7 +163,7 @@ TEST(EngineMetricsTest, ExposesTheLearnedDurationRatioPerTier) {
   text = registry.Expose();
   EXPECT_EQ(Line(text, R"(phalanx_extender_engine_total{event="admitted"})"),
             R"(phalanx_extender_engine_total{event="admitted"} 1)");
-  gauges.Update({{.tier = "standard", .hinted = true, .ratio = 0.4, .samples = 256}}, {});
+  gauges.Update({.stats = {}, .ratios = {{.tier = "standard", .hinted = true, .ratio = 0.4, .samples = 256}}});
   text = registry.Expose();
   EXPECT_EQ(Line(text, R"(phalanx_extender_duration_ratio{tier="standard",hinted="true"})"),
             R"(phalanx_extender_duration_ratio{tier="standard",hinted="true"} 0.4)");
@@ -177,7 +177,7 @@ TEST(EngineMetricsTest, OnlyGangsThatBoundTeachTheCalibration) {
   TestCluster c;
   ASSERT_TRUE(c.ext.OnNode(DgxNode("dgx-0")).ok());
   auto spot_unhinted = [&] {
-    for (const DurationRatioInfo& r : c.ext.DurationRatios())
+    for (const DurationRatioInfo& r : c.ext.ReadEngine().ratios)
       if (r.tier == "spot" && !r.hinted) return r.samples;
     return size_t{99};
   };

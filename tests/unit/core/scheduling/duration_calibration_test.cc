@@ -111,7 +111,9 @@ TEST(EngineCalibrationTest, AHeadExpectsItsStartFromWhatTheTierReallyRan) {
     testing::AddRack(driver.mutable_state(), "n", 2, "r0");
     Engine engine(EveryTierReserves(calibrate));
     double t = TeachStandard(engine, driver, 2000, 1000, 0);
-    EXPECT_DOUBLE_EQ(engine.calibration().Ratio(engine.policy().tiers.size() - 2, true), 0.5);
+    const size_t standard = engine.policy().tiers.size() - 2;
+    EXPECT_DOUBLE_EQ(engine.calibration().Ratio(standard, true), 0.5) << "learned either way";
+    EXPECT_DOUBLE_EQ(engine.DurationRatio(standard, true), calibrate ? 0.5 : 1) << "applied only when on";
     ASSERT_TRUE(engine.Enqueue(Gang("x", 1, 8, kStandard, t, 2000)).ok());
     engine.Pass(t, driver);
     ASSERT_TRUE(engine.IsRunning(GangKey("x")));
