@@ -84,6 +84,7 @@ PoolAttempt PlanInPool(const FreeView& view, const GangSpec& spec, int level, co
       plan.domain = dom.value;
       PackMembers(view, pool, &dom.nodes, m, g, plan);
       plan.quality.free_gpus_left_in_domain = caps.by_domain[static_cast<size_t>(best)].free - m * g;
+      plan.quality.free_gpus_left_in_pool = pool_cap.free - m * g;
       plan.quality.fell_back = l != level;
       out.plan = std::move(plan);
       return out;
@@ -112,6 +113,7 @@ PoolAttempt PlanInPool(const FreeView& view, const GangSpec& spec, int level, co
   plan.pool = pool_name;
   PackMembers(view, pool, nullptr, m, g, plan);
   plan.quality.free_gpus_left_in_domain = pool_cap.free - m * g;
+  plan.quality.free_gpus_left_in_pool = pool_cap.free - m * g;
   plan.quality.fell_back = spec.mode == TopologyMode::kPreferred;
   out.plan = std::move(plan);
   return out;
@@ -180,9 +182,13 @@ Result<GangPlanResult> PlanGang(const ClusterState& state, const GangSpec& spec,
   for (PoolId p : pools) {
     PoolAttempt a = PlanInPool(view, spec, level, options, p);
     if (a.plan) {
-      // Across pools: honour the preferred level first, then best fit.
+      // Across pools: honour the preferred level first, then the pool with the most GPUs
+      // left free, then best fit. Under overload the fullest pool (best fit across pools)
+      // is the contended one: a gang that may run anywhere took the GPUs its pool-bound
+      // gangs were waiting for (bench/RESULTS.md "Issue 25, session 7").
       const auto rank = [](const GangPlan& x) {
-        return std::make_tuple(x.quality.fell_back, x.quality.free_gpus_left_in_domain, x.pool);
+        return std::make_tuple(x.quality.fell_back, -x.quality.free_gpus_left_in_pool,
+                               x.quality.free_gpus_left_in_domain, std::string_view(x.pool));
       };
       if (!result.plan || rank(*a.plan) < rank(*result.plan)) result.plan = std::move(a.plan);
     } else if (!result.no_fit || NoFitRank(a.no_fit) > NoFitRank(*result.no_fit)) {

@@ -70,6 +70,8 @@ struct PlanQuality {
   double mean_topology_ratio = 1;
   // GPUs still free in the domain used (or pool, for "anywhere") after the plan.
   int free_gpus_left_in_domain = 0;
+  // GPUs still free in the plan's pool after the plan.
+  int free_gpus_left_in_pool = 0;
   // True if a preferred level could not be honoured and a wider one was used.
   bool fell_back = false;
 };

@@ -262,6 +262,49 @@ TEST(GangPlanTest, PoolRestrictionAndAnyPool) {
   EXPECT_EQ(MembersPerNode(*r.plan), (std::map<std::string, int>{{"a0", 1}, {"a1", 1}}));
 }
 
+// A gang that may run in any pool goes where the most GPUs stay free, not to the fullest
+// pool: under overload the fullest pool is the contended one, and the flexible gang would take
+// the GPUs its own gangs wait for. Within the chosen pool, nodes are still best fit.
+TEST(GangPlanTest, AnyPoolGoesToThePoolWithTheMostGpusLeftFree) {
+  ClusterState s(StandardLevels());
+  AddRack(s, "h", 2, "r1", 8, "H100");
+  AddRack(s, "a", 3, "r2", 8, "A100");
+  // H100: 4 free GPUs in all (fullest); A100: 14 free, a2's 6 the best-fitting node.
+  ASSERT_TRUE(s.Allocate(PodUid("h0"), NodeName("h0"), Mask({0, 1, 2, 3, 4, 5, 6, 7})).ok());
+  ASSERT_TRUE(s.Allocate(PodUid("h1"), NodeName("h1"), Mask({0, 1, 2, 3})).ok());
+  ASSERT_TRUE(s.Allocate(PodUid("a0"), NodeName("a0"), Mask({0, 1, 2, 3, 4, 5, 6, 7})).ok());
+  ASSERT_TRUE(s.Allocate(PodUid("a2"), NodeName("a2"), Mask({0, 1})).ok());
+  GangPlanResult r = MustPlan(s, Gang("ml/a", 1, 4));
+  ASSERT_TRUE(r.fits());
+  EXPECT_EQ(r.plan->pool, "A100");
+  EXPECT_EQ(MembersPerNode(*r.plan), (std::map<std::string, int>{{"a2", 1}}));
+  EXPECT_EQ(r.plan->quality.free_gpus_left_in_pool, 10);
+  // Named, the fuller pool is still used.
+  GangSpec named = Gang("ml/b", 1, 4);
+  named.pool = "H100";
+  r = MustPlan(s, named);
+  ASSERT_TRUE(r.fits());
+  EXPECT_EQ(r.plan->pool, "H100");
+  EXPECT_EQ(r.plan->quality.free_gpus_left_in_pool, 0);
+}
+
+// A preferred topology level still comes first: a pool where the gang fits in one rack wins
+// over one with more free GPUs where it would have to spread.
+TEST(GangPlanTest, AnyPoolHonoursAPreferredLevelBeforeFreeGpus) {
+  ClusterState s(StandardLevels());
+  AddRack(s, "h", 2, "r1", 8, "H100");
+  AddRack(s, "a", 2, "r2", 8, "A100");
+  AddRack(s, "b", 2, "r3", 8, "A100");
+  ASSERT_TRUE(s.Allocate(PodUid("a0"), NodeName("a0"), Mask({0, 1, 2, 3, 4, 5, 6, 7})).ok());
+  ASSERT_TRUE(s.Allocate(PodUid("b0"), NodeName("b0"), Mask({0, 1, 2, 3, 4, 5, 6, 7})).ok());
+  AddRack(s, "c", 1, "r4", 8, "A100");
+  // A100: 24 free GPUs, one free node per rack; H100: 16, both nodes in rack r1.
+  GangPlanResult r = MustPlan(s, Gang("ml/a", 2, 8, TopologyMode::kPreferred, kRack));
+  ASSERT_TRUE(r.fits());
+  EXPECT_EQ(r.plan->pool, "H100");
+  EXPECT_FALSE(r.plan->quality.fell_back);
+}
+
 TEST(GangPlanTest, UnknownTopologyTakesLowestFreeGpus) {
   ClusterState s(StandardLevels());
   ASSERT_TRUE(s.AddNode(MakeNode("u0").Gpus(4).Build()).ok());
