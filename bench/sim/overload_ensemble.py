@@ -32,18 +32,31 @@ def scales(scale, samples, spread):
     return [scale * (1 + spread * (2 * i / (samples - 1) - 1)) for i in range(samples)]
 
 
-def target_ratio(name, ph, gb):
-    """phalanx / gang-binpack for a per-tier or GPU-weighted target (None for the absolute ones)."""
+def fmt_ratio(r):
+    return "inf" if r == float("inf") else f"{r:.2f}x"
+
+
+def target_value(name, ph, gb):
+    """(value, formatter) of a target in one sample: phalanx / gang-binpack for the relative
+    targets, the quantity itself for the absolute ones (None where there is none)."""
     parts = name.split()
     if len(parts) == 2 and parts[0] in overload.TIERS:
         a, b = ph["tiers"][parts[0]][parts[1]], gb["tiers"][parts[0]][parts[1]]
     elif name == "GPU-weighted mean":
         a, b = ph["gpu_weighted"], gb["gpu_weighted"]
+    elif name.startswith("makespan"):
+        a, b = ph["makespan"], gb["makespan"]
+    elif name.startswith("critical+high"):
+        return overload.crit_high_mean(ph), overload.dur
+    elif name.startswith("preemptions"):
+        return ph["preempt_per_job"], lambda v: f"{v:.3f}/job"
+    elif name.startswith("lost work"):
+        return ph["lost_pct"], lambda v: f"{v:.2f}%"
     else:
-        return None
+        return None, None
     if b <= 1:
-        return 1.0 if a <= 1 else float("inf")
-    return a / b
+        return (1.0 if a <= 1 else float("inf")), fmt_ratio
+    return a / b, fmt_ratio
 
 
 def run_case(args, case, extra, slack):
@@ -63,12 +76,8 @@ def run_case(args, case, extra, slack):
                                      extra + ["--scheduling-policy", args.variant])
             ph = overload.summary(p)
         for tname, ok, text in overload.targets(ph, gb, slack):
-            out.setdefault(tname, []).append((ok, target_ratio(tname, ph, gb), text))
+            out.setdefault(tname, []).append((ok, *target_value(tname, ph, gb), text))
     return out
-
-
-def fmt_ratio(r):
-    return "inf" if r == float("inf") else f"{r:.2f}x"
 
 
 def main():
@@ -93,14 +102,14 @@ def main():
     extra = overload.HINTS[args.hints]
     print(f"hints {args.hints}, {args.samples} samples per case over x(1 +- {args.spread})"
           + (f", policy {args.variant}" if args.variant else "") + "\n")
-    print("| case | target | met | ratio median (range) | held / edge / lost |")
+    print("| case | target | met | median (range): phalanx / gang-binpack, or the value | held / edge / lost |")
     print("|---|---|---|---|---|")
     expected = held = edge = lost = total = 0
     for case in args.cases:
         results = run_case(args, case, extra, slack)
         case_expected = 0.0
         for tname, samples in results.items():
-            n_ok = sum(ok for ok, _, _ in samples)
+            n_ok = sum(ok for ok, _, _, _ in samples)
             frac = n_ok / len(samples)
             case_expected += frac
             total += 1
@@ -109,12 +118,12 @@ def main():
             edge += 0 < n_ok < len(samples)
             if n_ok == len(samples) and not args.all:
                 continue
-            ratios = sorted(r for _, r, _ in samples if r is not None)
-            if ratios:
-                cell = f"{fmt_ratio(statistics.median(ratios))} ({fmt_ratio(ratios[0])}-{fmt_ratio(ratios[-1])})"
+            values = sorted(v for _, v, _, _ in samples if v is not None)
+            if values:
+                f = samples[0][2]
+                cell = f"{f(statistics.median(values))} ({f(values[0])}-{f(values[-1])})"
             else:
-                texts = [t for _, _, t in samples]
-                cell = f"{texts[len(texts) // 2]} (middle sample)"
+                cell = samples[len(samples) // 2][3]
             kind = "held" if n_ok == len(samples) else "lost" if n_ok == 0 else "edge"
             print(f"| {case} | {tname} | {n_ok}/{len(samples)} | {cell} | {kind} |")
         expected += case_expected

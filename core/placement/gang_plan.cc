@@ -184,8 +184,8 @@ Result<GangPlanResult> PlanGang(const ClusterState& state, const GangSpec& spec,
     if (a.plan) {
       // Across pools: honour the preferred level first, then the pool with the most GPUs
       // left free, then best fit. Under overload the fullest pool (best fit across pools)
-      // is the contended one: a gang that may run anywhere took the GPUs its pool-bound
-      // gangs were waiting for (bench/RESULTS.md "Issue 25, session 7").
+      // is the contended one, whose free GPUs its pool-bound gangs could use at once
+      // (bench/RESULTS.md "Issue 25, session 7": more targets met over load neighbourhoods).
       const auto rank = [](const GangPlan& x) {
         return std::make_tuple(x.quality.fell_back, -x.quality.free_gpus_left_in_pool,
                                x.quality.free_gpus_left_in_domain, std::string_view(x.pool));
