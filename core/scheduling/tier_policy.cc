@@ -14,6 +14,10 @@ namespace phalanx::scheduling {
 // under 2-3x overload a high head at once held its pool for waits that end by
 // themselves, taking the holes small work fills; 3600 s met 84 of 108 overload targets
 // against 73 (LLM mix and fleet, 1-3x), for 50 -> 62 s of top-tier mean wait at 1x.
+// Spot's weight is 3, not 1 (bench/RESULTS.md "Issue 25, session 7"): at 1 a critical GPU-second
+// of wait bought 1,000 spot GPU-seconds, and the top tiers evicted spot gangs for waits that
+// barely moved their own mean (62 s -> 71 s on the LLM mix at 1x with spot's weight 30) while
+// spot waited 2.2x gang-binpack's; 3 keeps spot the cheaper victim per GPU-second than standard.
 EnginePolicy EnginePolicy::Defaults() {
   EnginePolicy p;
   p.tiers = {
@@ -25,7 +29,7 @@ EnginePolicy EnginePolicy::Defaults() {
       {.name = "standard", .priority = 1000, .weight = 10, .target_wait_s = -1, .min_run_s = 900,
        .max_preemptions_per_day = 1, .reserve_after_s = -1, .default_duration_s = 4 * 3600,
        .preemptible_backfill = false},
-      {.name = "spot", .priority = 0, .weight = 1, .target_wait_s = -1, .min_run_s = 900,
+      {.name = "spot", .priority = 0, .weight = 3, .target_wait_s = -1, .min_run_s = 900,
        .max_preemptions_per_day = 1, .reserve_after_s = -1, .default_duration_s = 2 * 3600,
        .preemptible_backfill = true},
   };

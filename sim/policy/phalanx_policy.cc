@@ -23,6 +23,8 @@ namespace {
 
 class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
  public:
+  static constexpr int kPassesPerInstant = 4;
+
   explicit PhalanxPolicy(const PolicyOptions& options) : options_(options), engine_(options.engine, options.queues) {}
 
   std::string name() const override { return "phalanx"; }
@@ -55,9 +57,17 @@ class PhalanxPolicy final : public Policy, private scheduling::EngineDriver {
     }
     mig_placed_.clear();
     // Between two equal release epochs nothing was freed: only new arrivals can fit.
-    const bool released = sim.release_epoch() != seen_epoch_;
-    seen_epoch_ = sim.release_epoch();
-    engine_.Pass(sim.now(), *this, released ? scheduling::Engine::Scope::kFull : scheduling::Engine::Scope::kArrivalsOnly);
+    bool released = sim.release_epoch() != seen_epoch_;
+    // A pass whose own evictions freed GPUs at once (victims that stop without a checkpoint)
+    // is followed by a full pass at the same instant, as the extender's next tick runs one
+    // (its release epoch moved): gangs the pass did not try, or walked before the GPUs came
+    // free, may fit now. Bounded: each repeat needs another eviction at this instant.
+    for (int pass = 0; pass < kPassesPerInstant; ++pass) {
+      seen_epoch_ = sim.release_epoch();
+      engine_.Pass(sim.now(), *this, released ? scheduling::Engine::Scope::kFull : scheduling::Engine::Scope::kArrivalsOnly);
+      released = sim.release_epoch() != seen_epoch_;
+      if (!released) break;
+    }
     if (auto wake = engine_.NextWake()) sim.WakeAt(*wake);
   }
 

@@ -69,11 +69,15 @@ TEST(PreemptPriceTest, AJustCheckpointed256GpuGangIsNotChosenForAOneGpuPod) {
 }
 
 // One 8-GPU node; victims are single spot pods of one TrainingJob (its history is the job's).
+// Spot's weight is 1 here so that every eviction pays and only the guards decide.
 struct GuardFixture : ::testing::Test {
   static ExtenderConfig TwoADay() {
     ExtenderConfig config = DefaultConfig();
-    for (auto& t : config.scheduling.tiers)
-      if (t.name == "spot") t.max_preemptions_per_day = 2;
+    for (auto& t : config.scheduling.tiers) {
+      if (t.name != "spot") continue;
+      t.max_preemptions_per_day = 2;
+      t.weight = 1;
+    }
     return config;
   }
   TestCluster c{TwoADay()};

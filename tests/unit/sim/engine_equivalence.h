@@ -64,6 +64,7 @@ struct Variant {
   double hint_factor = 1;   // with hints: each is the run time left x this (users overestimate)
   bool calibrate = true;    // EnginePolicy::calibrate_durations
   bool preemption = false;  // tier preemption and queue reclaim (the engine's default search budget)
+  double spot_weight = 0;   // the spot tier's price weight; 0: the engine's default
   scheduling::QueueConfig queues;  // empty: no team queues
   int nodes = 8;                   // of 8 GPUs, two per rack, one pool (H100)
   // The nodes are A100s (pool kMigPool, no racks) with GPU 0 as 7 x 1g.10gb and GPU 1 as
@@ -109,6 +110,10 @@ inline PolicyOptions OptionsOf(const Variant& v) {
   if (!v.preemption) o.engine.preemption_searches_per_pass = 0;
   o.duration_hints = v.hints;
   o.engine.calibrate_durations = v.calibrate;
+  if (v.spot_weight > 0) {
+    for (scheduling::TierPolicy& t : o.engine.tiers)
+      if (t.name == "spot") t.weight = v.spot_weight;
+  }
   if (v.hint_factor != 1) {
     o.hints.mode = HintModel::Mode::kNoisy;  // U(f, f): the same factor for every job
     o.hints.lo = o.hints.hi = v.hint_factor;

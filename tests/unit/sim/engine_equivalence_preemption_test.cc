@@ -24,11 +24,26 @@ const std::vector<GangEvent>& TierScenario() {
 }
 
 TEST(EngineEquivalencePreemptionTest, TierPreemptionEvictsTheSameGangsAtTheSameTimes) {
-  const Outcome o = ExpectSameOutcome(TierScenario(), {.preemption = true});
+  // Spot's weight 1 (its default until wave 3): the scenario's victims are the spot gangs first.
+  const Outcome o = ExpectSameOutcome(TierScenario(), {.preemption = true, .spot_weight = 1});
   // Three victims: both spot gangs, then the standard one (the restarted spot gang is
   // protected by its minimum run), and every victim ran again.
   EXPECT_EQ(o.evictions, (std::set<std::pair<double, int>>{{100, 0}, {200, 1}, {1000, 2}}));
   for (int victim : {0, 1, 2}) EXPECT_EQ(o.starts.at(victim).size(), 2u) << "gang " << victim;
+}
+
+// Under the default weights the high gang (3) takes the two 2-node gangs, spot and standard
+// (the 4-node spot gang would wait longer to come back), the critical one (5) then takes the
+// high gang, which takes the 4-node spot gang when it is back 30 s later. Gangs that stop
+// without a checkpoint free their GPUs inside the pass that evicts them: the simulator runs a
+// full pass again at that instant, as the extender's next tick does, and the standard victim
+// restarts at 200 on the GPUs the high gang left (before the simulator's follow-up pass it
+// waited until 230, and the drivers differed).
+TEST(EngineEquivalencePreemptionTest, UnderTheDefaultWeightsAPassThatFreedGpusIsFollowedAlike) {
+  const Outcome o = ExpectSameOutcome(TierScenario(), {.preemption = true});
+  EXPECT_EQ(o.evictions, (std::set<std::pair<double, int>>{{100, 1}, {100, 2}, {200, 3}, {230, 0}}));
+  ASSERT_EQ(o.starts.at(2).size(), 2u);
+  EXPECT_EQ(o.starts.at(2)[1].time, 200);
 }
 
 TEST(EngineEquivalencePreemptionTest, WithDurationHintsTierPreemptionStillDecidesAlike) {
@@ -70,8 +85,9 @@ TEST(EngineEquivalencePreemptionTest, QueueReclaimTakesBackTheSameBorrowedGangsA
   for (bool hints : {false, true}) {
     SCOPED_TRACE(hints ? "with duration hints" : "without duration hints");
     PolicyReport report;
-    const Outcome o = ExpectSameOutcome(ReclaimScenario(), {.hints = hints, .preemption = true, .queues = Cohort()},
-                                        &report);
+    // Spot's weight 1 (its default until wave 3): the cheaper victim is the spot gang first.
+    const Outcome o = ExpectSameOutcome(
+        ReclaimScenario(), {.hints = hints, .preemption = true, .spot_weight = 1, .queues = Cohort()}, &report);
     EXPECT_EQ(o.evictions, (std::set<std::pair<double, int>>{{100, 3}, {200, 2}}));
     EXPECT_EQ(report.fairness.reclaim_preemptions, 2);  // reclaims, not tier preemptions
   }

@@ -156,7 +156,7 @@ TEST_F(PricedChoiceTest, GracefulWhenTheCheckpointWaitIsCheaperThanTheLostWork) 
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->pays());
   EXPECT_TRUE(c->graceful[0]);
-  EXPECT_DOUBLE_EQ(c->price.cost, 100 * 8 * 60 + 1 * 8 * (30 + 3600));
+  EXPECT_DOUBLE_EQ(c->price.cost, 100 * 8 * 60 + 3 * 8 * (30 + 3600));  // spot's weight: 3
   v[0].gpu_seconds_at_risk = 8 * 30;  // checkpointed 30 s ago: losing it is cheaper
   c = ChoosePricedPreemption(policy_, state_, Preemptor(8, kHigh, 3600), v);
   ASSERT_TRUE(c.ok());
@@ -261,11 +261,11 @@ TEST(EngineQuoteTest, AVictimsSpareGpusAreItsOwnOnlyWhileNothingElseWaits) {
   const GangRequest infer = testing::Gang("infer", 1, 1, kHigh, 10, 3600);
   const std::vector<VictimCandidate> candidates = {VictimCandidate{.key = GangKey("train")}};
   // Nothing else waits: the 15 GPUs "infer" leaves are still free when it ends in an hour, so
-  // "train" is back within the hour: 1 x 16 x (30 + 3,600) < 100 x 1 x 7,200.
+  // "train" is back within the hour: 3 x 16 x (30 + 3,600) < 100 x 1 x 7,200 (spot's weight 3).
   auto q = engine.QuotePreemption(infer, 7200, candidates, 10, driver);
   ASSERT_TRUE(q.ok());
   EXPECT_TRUE(q->pays()) << q->why;
-  EXPECT_DOUBLE_EQ(q->price.cost, 16 * (30 + 3600));
+  EXPECT_DOUBLE_EQ(q->price.cost, 3 * 16 * (30 + 3600));
   // Another gang waits and would take them: "train" needs all 16 back and nothing it knows of
   // frees them (the wait horizon): declined.
   ASSERT_TRUE(engine.Enqueue(testing::Gang("other", 1, 8, kStandard, 5, 600)).ok());
