@@ -13,15 +13,18 @@ expected count of targets met (the sum of the fractions), the number to compare 
   bench/sim/overload_ensemble.py                          # six cases x 9 samples (~1 min)
   bench/sim/overload_ensemble.py --hints noisy --cases llm:2 fleet:2 --samples 15
   bench/sim/overload_ensemble.py --variant /tmp/policy.yaml   # phalanx with that policy
-  bench/sim/overload_ensemble.py --all                    # only the totals' lines per case
+  bench/sim/overload_ensemble.py --all                    # every target, also those always held
+  bench/sim/overload_ensemble.py --conflicts              # per missed target, the variants that hold it
 """
 import argparse
 import os
 import statistics
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import overload  # noqa: E402  (the cases, the replay and the targets)
+import overload_frontier  # noqa: E402  (its policy variants, for --conflicts)
 
 DEFAULT_CASES = ["llm:1", "llm:2", "llm:3", "fleet:1", "fleet:2", "fleet:3"]
 
@@ -59,25 +62,60 @@ def target_value(name, ph, gb):
     return a / b, fmt_ratio
 
 
-def run_case(args, case, extra, slack):
-    """{target: [(ok, ratio or None, text)]} over the samples of one case."""
+def run_case(args, case, extra, slack, variants):
+    """{variant: {target: [(ok, value or None, formatter, text)]}} over the samples of one case;
+    `variants` maps a name to a scheduling-policy YAML (None: the engine's defaults)."""
     name, sep, scale = case.partition(":")
     if name not in overload.CASES or not sep:
         sys.exit(f"overload_ensemble.py: --cases {case}: expected NAME:TIME_SCALE, NAME one of "
                  f"{', '.join(overload.CASES)}")
-    out = {}
+    out = {v: {} for v in variants}
     for s in scales(float(scale), args.samples, args.spread):
         s = f"{s:.4f}"
-        runs = {p["policy"]: overload.summary(p)
-                for p in overload.simulate(args.binary, overload.CASES[name], s, "phalanx,gang-binpack", extra)}
-        ph, gb = runs["phalanx"], runs["gang-binpack"]
-        if args.variant:
-            (p,) = overload.simulate(args.binary, overload.CASES[name], s, "phalanx",
-                                     extra + ["--scheduling-policy", args.variant])
+        (gb,) = overload.simulate(args.binary, overload.CASES[name], s, "gang-binpack", extra)
+        gb = overload.summary(gb)
+        for vname, path in variants.items():
+            policy = ["--scheduling-policy", path] if path else []
+            (p,) = overload.simulate(args.binary, overload.CASES[name], s, "phalanx", extra + policy)
             ph = overload.summary(p)
-        for tname, ok, text in overload.targets(ph, gb, slack):
-            out.setdefault(tname, []).append((ok, *target_value(tname, ph, gb), text))
+            for tname, ok, text in overload.targets(ph, gb, slack):
+                out[vname].setdefault(tname, []).append((ok, *target_value(tname, ph, gb), text))
     return out
+
+
+def print_conflicts(args, extra, slack):
+    """For every target the defaults do not hold in every sample: in how many samples each of
+    overload_frontier.py's variants holds it. A target some variant holds in most samples
+    conflicts with the rule that variant turns off; one no variant holds is a loss of the
+    engine's own order, placement or queues."""
+    with tempfile.TemporaryDirectory() as tmp:
+        variants = {}
+        for v, keys in overload_frontier.VARIANTS.items():
+            if not keys:
+                variants[v] = None
+                continue
+            path = os.path.join(tmp, f"{len(variants)}.yaml")
+            with open(path, "w") as f:
+                f.write(overload.tiers_yaml(keys))
+            variants[v] = path
+        names = list(variants)
+        print("| case | target | " + " | ".join(names) + " | verdict |")
+        print("|---|---|" + "---|" * (len(names) + 1))
+        for case in args.cases:
+            results = run_case(args, case, extra, slack, variants)
+            for tname, samples in results["defaults"].items():
+                if all(ok for ok, *_ in samples):
+                    continue
+                held = {v: sum(ok for ok, *_ in results[v][tname]) for v in names}
+                most = [v for v in names if v != "defaults" and 2 * held[v] > args.samples and held[v] > held["defaults"]]
+                if 2 * held["defaults"] > args.samples:
+                    verdict = "knife edge: the defaults hold it in most samples"
+                elif most:
+                    verdict = "conflict: " + ", ".join(most)
+                else:
+                    verdict = "no variant holds it in most samples"
+                print(f"| {case} | {tname} | " + " | ".join(f"{held[v]}/{args.samples}" for v in names)
+                      + f" | {verdict} |")
 
 
 def main():
@@ -89,6 +127,9 @@ def main():
     ap.add_argument("--spread", type=float, default=0.05, help="relative half-width of the load neighbourhood")
     ap.add_argument("--variant", help="a scheduling-policy YAML for phalanx (default: the engine's defaults)")
     ap.add_argument("--all", action="store_true", help="list every target, also those met in every sample")
+    ap.add_argument("--conflicts", action="store_true",
+                    help="for each target the defaults miss in some sample, how often each of "
+                         "overload_frontier.py's variants holds it")
     args = ap.parse_args()
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"overload_ensemble.py: {args.binary} not built (cmake --build build --target phalanx)")
@@ -102,11 +143,14 @@ def main():
     extra = overload.HINTS[args.hints]
     print(f"hints {args.hints}, {args.samples} samples per case over x(1 +- {args.spread})"
           + (f", policy {args.variant}" if args.variant else "") + "\n")
+    if args.conflicts:
+        print_conflicts(args, extra, slack)
+        return
     print("| case | target | met | median (range): phalanx / gang-binpack, or the value | held / edge / lost |")
     print("|---|---|---|---|---|")
     expected = held = edge = lost = total = 0
     for case in args.cases:
-        results = run_case(args, case, extra, slack)
+        results = run_case(args, case, extra, slack, {"phalanx": args.variant})["phalanx"]
         case_expected = 0.0
         for tname, samples in results.items():
             n_ok = sum(ok for ok, _, _, _ in samples)
