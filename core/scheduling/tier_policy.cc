@@ -16,8 +16,9 @@ namespace phalanx::scheduling {
 // against 73 (LLM mix and fleet, 1-3x), for 50 -> 62 s of top-tier mean wait at 1x.
 // Spot's weight is 3, not 1 (bench/RESULTS.md "Issue 25, session 7"): at 1 a critical GPU-second
 // of wait bought 1,000 spot GPU-seconds, and the top tiers evicted spot gangs for waits that
-// barely moved their own mean (62 s -> 71 s on the LLM mix at 1x with spot's weight 30) while
-// spot waited 2.2x gang-binpack's; 3 keeps spot the cheaper victim per GPU-second than standard.
+// barely moved their own mean (LLM mix 1x: 62 s at 1, 71 s at 30) while spot waited 2.2x
+// gang-binpack's. 3 met 88.3 of 108 overload targets against 85.7 (top tiers 62 -> 75 s at 1x);
+// from 10 up the top tiers evict standard gangs instead of spot ones, against the tiers' order.
 EnginePolicy EnginePolicy::Defaults() {
   EnginePolicy p;
   p.tiers = {
