@@ -135,6 +135,8 @@ def main():
         sys.exit(f"overload_ensemble.py: {args.binary} not built (cmake --build build --target phalanx)")
     if args.samples < 1 or not 0 <= args.spread < 1:
         sys.exit("overload_ensemble.py: --samples >= 1 and 0 <= --spread < 1")
+    if args.conflicts and args.variant:
+        sys.exit("overload_ensemble.py: --conflicts replays overload_frontier.py's variants; drop --variant")
     if args.variant and not os.path.isfile(args.variant):
         sys.exit(f"overload_ensemble.py: --variant {args.variant}: no such file")
     if args.variant:
